@@ -162,7 +162,7 @@ HOSTILE: dict[str, list[Any]] = {
     "clip_param": ["0.2", True, None, math.nan, -0.1],
     "vf_clip_param": ["10", True, None, math.nan, -1],
     "vf_loss_coeff": NON_NEGATIVE,
-    "entropy_coeff": [*NON_NEGATIVE, [[0, 0.1], [100, 0.0]]],
+    "entropy_coeff": [*NON_NEGATIVE, [[1, 0.1], [100, 0.0]]],  # (a schedule starts at 0)
     "kl_coeff": NON_NEGATIVE,
     "kl_target": NON_NEGATIVE,
     "use_gae": BOOL,

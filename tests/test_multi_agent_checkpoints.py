@@ -138,7 +138,9 @@ def test_modules_load_at_build_from_an_algorithm_checkpoint(trained_checkpoint):
     )
     by_multi = base.copy(copy_frozen=False).rl_module(
         rl_module_spec=MultiRLModuleSpec(
-            load_state_path=os.path.join(path, MODULES), modules_to_load={"p0", "p2"}
+            rl_module_specs={},  # (RLlib 2.60 asks for a dict here)
+            load_state_path=os.path.join(path, MODULES),
+            modules_to_load={"p0", "p2"},
         )
     )
     for config, loaded in ((by_spec, {"p0"}), (by_multi, {"p0", "p2"})):

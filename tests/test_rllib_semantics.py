@@ -385,3 +385,19 @@ def test_per_module_configs_are_kept_under_rllibs_name():
     assert config.get_config_for_module("m1").lr == 0.01
     assert "m1" in config._per_module_overrides and "m2" not in config._per_module_overrides
     assert config.get_config_for_module("m2") is config
+
+
+def test_to_dict_round_trips_without_warnings_and_with_rllibs_batch_key(caplog):
+    """A config's dict (Tune's param_space, params.json) reads back into the same settings
+    without a deprecation warning, and carries RLlib's `_train_batch_size_per_learner` (the
+    key RLlib's to_dict writes for the per-learner batch)."""
+    from trainer import PPOConfig
+
+    config = PPOConfig().training(train_batch_size_per_learner=123)
+    as_dict = config.to_dict()
+    assert as_dict["_train_batch_size_per_learner"] == 123
+    assert "num_cpus_per_worker" not in as_dict  # the old stack's cluster keys stay out
+    with caplog.at_level("WARNING", logger="trainer"):
+        again = PPOConfig().update_from_dict(as_dict)
+    assert not [r for r in caplog.records if "DeprecationWarning" in r.getMessage()]
+    assert again.train_batch_size_per_learner == 123

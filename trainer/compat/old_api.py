@@ -45,7 +45,12 @@ OLD_CONFIG_KEYS = {
 }
 #: Keys RLlib's `to_dict()` still writes under another name than the attribute: no warning.
 #: (`callbacks`, another such key, is read by `AlgorithmConfig.update_from_dict` itself.)
-DICT_SPELLINGS = {"lambda": "lambda_", "framework": "framework_str"}
+DICT_SPELLINGS = {
+    "lambda": "lambda_",
+    "framework": "framework_str",
+    # RLlib's attribute behind `train_batch_size_per_learner` (one learner here: the batch).
+    "_train_batch_size_per_learner": "train_batch_size",
+}
 #: Old keys about Ray's cluster resources: they mean nothing on one machine (warned, ignored).
 #: (Current names such as `num_cpus_per_env_runner` are RLlib settings without effect here, see
 #: `trainer.compat.rllib_settings`.)

@@ -63,6 +63,10 @@ POLICY_LOSS_KEY = "policy_loss"
 VF_LOSS_KEY = "vf_loss"
 ENTROPY_KEY = "entropy"
 LR_KEY = "learning_rate"
+#: RLlib's learner-result key of the default optimizer's learning rate, which its learners log
+#: after every update (`Learner.after_gradient_based_update`); this project's learners report it
+#: beside their older `curr_lr`.
+DEFAULT_OPTIMIZER_LR_KEY = f"{DEFAULT_OPTIMIZER}_{LR_KEY}"
 
 
 #: Where a learner's checkpoints are written and read (`trainer.core.learner_checkpoint`; named

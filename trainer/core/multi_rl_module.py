@@ -284,17 +284,24 @@ class MultiRLModuleSpec:
     rl_module_specs: dict[Any, RLModuleSpec] | RLModuleSpec | None = None
     load_state_path: str | None = None
     modules_to_load: set[Any] | None = None
-    # RLlib's removed spelling of `rl_module_specs` (an error there too).
+    # RLlib's removed spelling of `rl_module_specs`: an error when given (there too); after
+    # construction the same dict as `rl_module_specs`, as RLlib 2.60 keeps it.
     module_specs: dict[Any, RLModuleSpec] | None = None
 
     def __post_init__(self) -> None:
-        if self.module_specs is not None:
+        if self.module_specs is not None and self.module_specs is not self.rl_module_specs:
             raise ValueError(
                 "MultiRLModuleSpec(module_specs=...) was renamed: use "
                 "MultiRLModuleSpec(rl_module_specs=...)"
             )
-        if self.rl_module_specs is None:
-            self.rl_module_specs = {}
+        if self.rl_module_specs is None:  # RLlib 2.60's check and words
+            raise ValueError(
+                "`MultiRLModuleSpec.rl_module_specs` must be a dict mapping ModuleIDs to "
+                "RLModuleSpecs. To use one RLModule for all agents, pass your `RLModuleSpec` "
+                "directly to `config.rl_module(rl_module_spec=..)`, which RLlib replicates "
+                "across your policies; to configure modules individually, pass a dict, e.g. "
+                '`{"my_module": RLModuleSpec(..)}`.'
+            )
         specs = self.rl_module_specs
         if isinstance(specs, dict):
             for module_id, spec in specs.items():
@@ -318,6 +325,8 @@ class MultiRLModuleSpec:
             )
         if self.modules_to_load is not None:
             self.modules_to_load = set(self.modules_to_load)
+        # RLlib's older name, read back as the same specs (as RLlib 2.60 sets it).
+        self.module_specs = specs if isinstance(specs, dict) else None
         if self.inference_only is None:
             self.inference_only = isinstance(specs, dict) and all(
                 spec.inference_only for spec in specs.values()

@@ -39,6 +39,7 @@ from trainer.capabilities import LEARNER_CONNECTORS, MULTI_AGENT
 from trainer.core.blas import user_sized_pools
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER,
+    DEFAULT_OPTIMIZER_LR_KEY,
     LR_KEY,
     Learner,
     LearnerConfig,
@@ -1059,7 +1060,7 @@ class TorchLearner(Learner):
         `self.metrics` and the default optimizer's rate (`curr_lr`)."""
         stats: dict[str, Any] = self.update_from_batch(batch)
         stats.update(self.update_results())
-        stats["curr_lr"] = self.current_lr
+        stats["curr_lr"] = stats[DEFAULT_OPTIMIZER_LR_KEY] = self.current_lr
         return stats
 
     def evaluation_loss(self, batch: dict[str, Any]) -> dict[str, float]:

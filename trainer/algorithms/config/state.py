@@ -13,6 +13,7 @@ from trainer.algorithms.config.base import ConfigBase
 from trainer.algorithms.config.framework import is_torch_module_class
 from trainer.algorithms.config.rllib_names import current_names
 from trainer.checkpoints.config_data import encode
+from trainer.compat.old_api import CLUSTER_ONLY_KEYS
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.errors import ConfigError
 
@@ -119,13 +120,16 @@ class StateSection(ConfigBase):
         result["callbacks_class"] = self.callbacks_class
         result["callbacks_on"] = {k: list(v) for k, v in self.callbacks_on.items()}
         result["in_evaluation"] = self.in_evaluation
-        # An RLModuleSpec is folded into "model" and the spaces (rl_module), which carry it; a
-        # MultiRLModuleSpec is kept as it is.
+        # RLlib's key of the per-learner batch (its private attribute, which Tune's
+        # param_space reads back): the train batch, one learner here.
+        result["_train_batch_size_per_learner"] = result["train_batch_size"]
+        # RLlib's settings without an effect here, but for the old stack's cluster keys, which
+        # from_dict drops (with a warning) and no config needs.
         result.update(
             {
                 name: copy.copy(getattr(self, name))
                 for name in self._rllib_method_of()
-                if name != "rl_module_spec"
+                if name not in CLUSTER_ONLY_KEYS
             }
         )
         # A torch module's class is not in "model": its spec is kept too (a checkpoint's

@@ -24,7 +24,7 @@ import numpy as np
 
 from trainer.algorithms.dqn.q_module import log_softmax
 from trainer.core.blas import BlasThreads
-from trainer.core.learner import NumpyLearner, UpdateResults
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
 from trainer.util.state_checks import require_int
@@ -152,6 +152,7 @@ class DQNLearner(NumpyLearner):
             **stats,
             "gradients_adam_global_norm": grad_norm,
             "curr_lr": self.optimizer.lr,
+            DEFAULT_OPTIMIZER_LR_KEY: self.optimizer.lr,
             # The algorithm logs the mean over its updates: RLlib's mean train batch size.
             MODULE_TRAIN_BATCH_SIZE_MEAN: float(len(td_errors)),
             TD_ERROR_KEY: td_errors,

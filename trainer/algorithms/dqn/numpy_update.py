@@ -30,7 +30,7 @@ import numpy as np
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.dqn.torch_module import torch_names_of_numpy_parameters
-from trainer.core.learner import UpdateResults
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, UpdateResults
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
 from trainer.torch_rl.numpy_inference import NumpyDQNInference
 from trainer.torch_rl.numpy_twin import (
@@ -110,5 +110,5 @@ class NumpyDQNUpdate:
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime}
         )
         results[TD_ERROR_KEY] = np.abs(results[TD_ERROR_KEY]).astype(np.float64)
-        results["curr_lr"] = self.twin.rate()
+        results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR_KEY] = self.twin.rate()
         return results

@@ -53,7 +53,7 @@ from trainer.algorithms.dqn.torch_module import (
 )
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import TargetNetworkAPI
-from trainer.core.learner import UpdateResults
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import (
     MODULE_TRAIN_BATCH_SIZE_MEAN,
@@ -260,7 +260,7 @@ class DQNTorchLearner(NumpyTwinHost, TorchLearner):
         results.update({k: v for k, v in stats.items() if k not in results and k != "total_loss"})
         # The numpy learner's name of the gradient's global norm before clipping.
         results["gradients_adam_global_norm"] = results.pop(GLOBAL_NORM_KEY)
-        results["curr_lr"] = self.current_lr
+        results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR_KEY] = self.current_lr
         # The algorithm logs the mean over its updates: RLlib's mean train batch size.
         results[MODULE_TRAIN_BATCH_SIZE_MEAN] = float(len(train_batch[Columns.ACTIONS]))
         td_errors = getattr(self, "td_errors", None)

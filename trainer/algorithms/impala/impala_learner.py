@@ -32,6 +32,7 @@ import numpy as np
 
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.core.learner import (
+    DEFAULT_OPTIMIZER_LR_KEY,
     ENTROPY_KEY,
     VF_LOSS_KEY,
     NumpyLearner,
@@ -366,7 +367,7 @@ class IMPALALearner(NumpyLearner):
         stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(
             float(stats["total_loss"])
         )
-        stats["default_optimizer_learning_rate"] = self.optimizer.lr
+        stats[DEFAULT_OPTIMIZER_LR_KEY] = self.optimizer.lr
         return stats
 
 

@@ -33,6 +33,7 @@ from trainer.algorithms.impala.impala_learner import (
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY
 from trainer.core.obs_tree import tree_concat, tree_rows
 from trainer.core.recurrent import chunk_state_in, tree_stack
 from trainer.env.episode import SingleAgentEpisode
@@ -321,7 +322,7 @@ class IMPALATorchLearner(TorchLearner):
         stats: dict[str, Any] = self.update_from_batch(columns)
         stats["curr_entropy_coeff"] = self.entropy_coeff.value
         stats.update(self.update_results())
-        stats["default_optimizer_learning_rate"] = self.current_lr
+        stats[DEFAULT_OPTIMIZER_LR_KEY] = self.current_lr
         return stats
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.core.learner import NumpyLearner, explained_variance
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner, explained_variance
 from trainer.core.nn import DiagGaussian
 from trainer.offline import columns as C
 
@@ -149,6 +149,6 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         stats = self.loss_and_grads(batch)
         stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(stats["total_loss"])
-        stats["default_optimizer_learning_rate"] = self.optimizer.lr
+        stats[DEFAULT_OPTIMIZER_LR_KEY] = self.optimizer.lr
         stats["num_module_steps_trained"] = len(batch[C.OBS])
         return stats

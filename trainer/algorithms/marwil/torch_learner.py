@@ -12,6 +12,7 @@ import torch
 from trainer.algorithms.marwil.marwil_learner import MOVING_AVG_KEY, MovingAverageState
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY
 from trainer.offline import columns as C
 from trainer.torch_rl.learner import TorchLearner
 from trainer.torch_rl.torch_utils import explained_variance
@@ -88,6 +89,6 @@ class MARWILTorchLearner(MovingAverageState, TorchLearner):
             self.apply_lr_schedule(num_env_steps_sampled_lifetime)
             stats = self.update_from_batch(batch)
         stats.update(self.update_results())
-        stats["default_optimizer_learning_rate"] = self.current_lr
+        stats[DEFAULT_OPTIMIZER_LR_KEY] = self.current_lr
         stats["num_module_steps_trained"] = len(batch[C.OBS])
         return stats

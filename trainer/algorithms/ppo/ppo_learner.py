@@ -15,7 +15,12 @@ import numpy as np
 
 from trainer.compat.rllib_utils import Columns
 from trainer.core.blas import AdaptiveBlasThreads
-from trainer.core.learner import NumpyLearner, UpdateResults, variance
+from trainer.core.learner import (
+    DEFAULT_OPTIMIZER_LR_KEY,
+    NumpyLearner,
+    UpdateResults,
+    variance,
+)
 from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
 from trainer.core.schedules import Scheduler
@@ -35,7 +40,7 @@ _sum = np.add.reduce
 #: RLlib's result keys: the entropy coefficient after the update
 #: (`LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY`) and the default optimizer's learning rate.
 CURR_ENTROPY_COEFF = "curr_entropy_coeff"
-DEFAULT_OPTIMIZER_LR = "default_optimizer_learning_rate"
+DEFAULT_OPTIMIZER_LR = DEFAULT_OPTIMIZER_LR_KEY
 
 
 def build_train_batch(

@@ -30,7 +30,7 @@ import torch
 
 from trainer.algorithms.multi_agent_learner import episodes_by_module
 from trainer.compat.rllib_utils import Columns
-from trainer.core.learner import LearnerConfig, UpdateResults
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, LearnerConfig, UpdateResults
 from trainer.core.models import SpaceInfo
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import ALL_MODULES, NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -84,7 +84,7 @@ class VPGTorchLearner(TorchLearner):
                 env_steps = sum(len(episode) for episode in episodes)
                 return self._multi_module_results(batch, step_stats, logged, env_steps)
             results: UpdateResults = {**step_stats, **logged}
-            results["curr_lr"] = self.current_lr
+            results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR_KEY] = self.current_lr
             results["num_env_steps_trained"] = len(batch[Columns.ACTIONS])
             return results
 
@@ -109,6 +109,7 @@ class VPGTorchLearner(TorchLearner):
             **step_stats,
             **{key: value for key, value in logged.items() if not isinstance(value, dict)},
             "curr_lr": self.current_lr,
+            DEFAULT_OPTIMIZER_LR_KEY: self.current_lr,
             "num_env_steps_trained": env_steps,
         }
         return results
