@@ -8,8 +8,10 @@ import time
 
 import pytest
 
-from trainer import PPOConfig
+from trainer import PPOConfig, named_objects
+from trainer.core.rl_module import RLModule
 from trainer.errors import EnvRunnerError
+from trainer.named_objects import ObjectRef
 from trainer.runners.env_runner_group import EnvRunnerGroup
 
 
@@ -64,6 +66,15 @@ def test_built_from_a_config_as_in_rllib():
 
 
 @pytest.mark.slow
+def test_every_runners_module_is_an_rl_module(group):
+    """RLlib's check of `foreach_env_runner(lambda w: w.module)`: the default numpy module is an
+    RLModule, in this process and in the workers (where the check runs)."""
+    modules = group.foreach_env_runner(lambda r: r.module)
+    assert len(modules) == 3 and all(isinstance(m, RLModule) for m in modules)
+    assert group.foreach_env_runner(lambda r: isinstance(r.module, RLModule)) == [True] * 3
+
+
+@pytest.mark.slow
 def test_async_calls_come_back_by_tag(group):
     assert group.foreach_env_runner_async(lambda r: r.worker_index * 10, tag="a") == 2
     # One request in flight per runner (max_requests_in_flight_per_env_runner=1).
@@ -89,8 +100,12 @@ def test_async_calls_come_back_by_tag(group):
         == 1
     )
     assert group.fetch_ready_async_reqs(timeout_seconds=20.0) == [(2, 7)]
-    with pytest.raises(ValueError, match="return_obj_refs=True"):
-        group.fetch_ready_async_reqs(return_obj_refs=True)
+    # RLlib's return_obj_refs=True: (index, reference), each read with get().
+    group.foreach_env_runner_async(lambda r: r.worker_index * 3)
+    fetched = sorted(group.fetch_ready_async_reqs(timeout_seconds=20.0, return_obj_refs=True))
+    assert [index for index, _ in fetched] == [1, 2]
+    assert all(isinstance(ref, ObjectRef) for _, ref in fetched)
+    assert named_objects.get([ref for _, ref in fetched]) == [3, 6]
 
 
 @pytest.mark.slow
@@ -196,8 +211,12 @@ def test_rllib_group_helpers(group):
     assert group.foreach_env_with_context(
         lambda env, ctx: (ctx.worker_index, ctx.vector_index)
     ) == [[], [(1, 0)], [(2, 0)]]
-    with pytest.raises(ValueError, match="foreach_env_runner.return_obj_refs=True"):
-        group.foreach_env_runner(lambda r: 1, return_obj_refs=True)
+    # RLlib's return_obj_refs=True: the local runner's result is a value, the remote ones'
+    # references that get() reads.
+    results = group.foreach_env_runner(lambda r: r.worker_index + 1, return_obj_refs=True)
+    assert results[0] == 1
+    assert all(isinstance(ref, ObjectRef) for ref in results[1:])
+    assert named_objects.get(results[1:]) == [2, 3]
     # RLlib's sync_weights form: from a worker, to some runners, with global_vars.
     weights = {k: v * 0 + 0.5 for k, v in group.local_env_runner.get_weights().items()}
     group.local_env_runner.set_weights(weights)

@@ -228,3 +228,24 @@ def test_a_stopped_runner_says_it_has_no_env_for_calls_that_need_one():
             call()
     with pytest.raises(RuntimeError, match="EnvRunner 0 has no env"):
         runner.sample(num_timesteps=10)
+
+
+@pytest.mark.parametrize(
+    ("mode", "vector_class"),
+    [("sync", gym.vector.SyncVectorEnv), ("async", gym.vector.AsyncVectorEnv)],
+)
+def test_the_runners_vector_env_is_reached_as_rllib_reaches_it(mode, vector_class):
+    """RLlib's `env_runner.env.env` (its vector env under its `DictInfoToList` wrapper) is the
+    gymnasium vector env here too, and answers gymnasium's calls; `.unwrapped` as well."""
+    from trainer.runners.env_runner import EnvRunner
+
+    runner = EnvRunner(
+        small_ppo(0).env_runners(num_envs_per_env_runner=2, gym_env_vectorize_mode=mode)
+    )
+    try:
+        assert isinstance(runner.env.env, vector_class)
+        assert runner.env.env is runner.env.unwrapped is runner.env
+        assert runner.env.env.get_attr("_sutton_barto_reward") == (False, False)
+        assert sum(len(e) for e in runner.sample(num_timesteps=10, random_actions=True)) >= 10
+    finally:
+        runner.stop()

@@ -488,6 +488,10 @@ def test_notebook_switch_ray_named_actors_and_remote_functions(hook):
         refs = [square.remote(3), square.remote(ray.put(4))]
         ready, pending = ray.wait(refs, num_returns=2, timeout=5)
         assert ray.get(ready) == [9, 16] and pending == []
+        # ray.ObjectRef: the class of every reference here (remote functions', named objects').
+        assert all(isinstance(ref, ray.ObjectRef) for ref in refs)
+        assert isinstance(counter.inc.remote(0), ray.ObjectRef)
+        assert not isinstance(4, ray.ObjectRef)
         with pytest.raises(TypeError, match=r"square.remote\(\)"):
             square(2)
         with pytest.raises(NotImplementedError, match="ray.shutdown"):

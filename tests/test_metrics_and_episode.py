@@ -44,6 +44,26 @@ def test_reduce_kinds_and_what_starts_over_at_each_reduce():
     assert all(math.isnan(second[key]) for key in ("win", "lo", "hi", "per_iter"))
 
 
+def test_torch_scalars_are_logged_as_numbers():
+    """A torch Learner's loss (a one-element tensor) logs as RLlib takes it, with every numeric
+    reduce; what is read back is a plain number. A tensor of several numbers is no number."""
+    torch = pytest.importorskip("torch")
+    logger = MetricsLogger(root=True)
+    logger.log_value("loss", torch.tensor(0.1))
+    logger.log_value("loss", torch.tensor(0.2, requires_grad=True) * 1.0)
+    for reduce in ("mean", "min", "max", "sum", "lifetime_sum", "percentiles"):
+        logger.log_value(reduce, torch.tensor([2.0]), reduce=reduce, window=None)
+        logger.log_value(reduce, torch.tensor(4, dtype=torch.int64), reduce=reduce)
+    assert logger.peek("loss") == pytest.approx(0.99 * 0.1 + 0.01 * 0.2)
+    assert type(logger.peek("loss")) is float
+    assert logger.peek("mean") == 3.0 and logger.peek("min") == 2.0
+    assert logger.peek("max") == 4.0 and logger.peek("sum") == 6.0
+    assert logger.peek("lifetime_sum") == 6.0
+    assert logger.peek("percentiles")[50] == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="is not a number"):
+        logger.log_value("loss", torch.ones(2))
+
+
 def test_nested_keys_log_dict_and_peek_subtrees():
     logger = MetricsLogger(root=True)
     logger.log_dict({"a": {"b": 1.0, "c": 2.0}}, key="top", window=1)

@@ -64,6 +64,12 @@ def test_ppo_learns_on_ray_actors_and_code_runs_on_them():
             lambda runner: ray.get_runtime_context().get_assigned_resources().get("CPU"),
             local_env_runner=False,
         ) == [2.0, 2.0]
+        # return_obj_refs=True: Ray's own refs, which the script's ray.get reads.
+        refs = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.worker_index, local_env_runner=False, return_obj_refs=True
+        )
+        assert all(isinstance(ref, ray.ObjectRef) for ref in refs)
+        assert ray.get(refs) == [1, 2]
     finally:
         algo.stop()
 

@@ -5,6 +5,7 @@ answering the same questions, and RLlib's example heuristic modules (`RandomRLMo
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from trainer import PPOConfig
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.sac.sac_module import SACModule
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID, Columns
 from trainer.core.multi_rl_module import MultiRLModule
 from trainer.core.rl_module import RLModule, RLModuleSpec
@@ -204,6 +206,33 @@ def test_default_modules_build_from_spec_and_answer_the_api(tmp_path):
     np.testing.assert_array_equal(q_again.dist_inputs(obs), q.dist_inputs(obs))
     multi = policy.as_multi_rl_module()
     assert multi[DEFAULT_MODULE_ID] is policy  # the same instance, with its weights
+
+
+def test_default_modules_are_rl_modules_and_subclass_checks_stay_exact():
+    """RLlib's `isinstance(algo.env_runner.module, RLModule)`: the default numpy modules count as
+    RLModules, but not as any subclass of it; RLModule is an ABC, as RLlib's."""
+    config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+    algo = config.build()
+    try:
+        assert isinstance(algo.env_runner.module, PolicyModule)
+        assert isinstance(algo.env_runner.module, RLModule)
+    finally:
+        algo.stop()
+    for cls in (PolicyModule, QModule, SACModule):
+        assert issubclass(cls, RLModule)
+        assert not issubclass(cls, MultiRLModule) and not issubclass(cls, CountingModule)
+    assert not isinstance(object(), RLModule) and not issubclass(int, RLModule)
+    assert isinstance(RLModule, abc.ABCMeta)
+
+    class Mixin(abc.ABC):
+        @abc.abstractmethod
+        def extra(self) -> int: ...
+
+    class WithAbstractMixin(RLModule, Mixin):
+        def extra(self) -> int:
+            return 1
+
+    assert WithAbstractMixin().extra() == 1
 
 
 # -- RLlib's example heuristic modules -----------------------------------------------------------

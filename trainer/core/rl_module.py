@@ -12,7 +12,9 @@ with `save_to_path` into this project's msgpack checkpoint format and read back 
 
 The algorithms' default numpy modules (PPO's `PolicyModule`, DQN's `QModule`)
 answer the same questions through `RLModuleAPI`, the part of the API that needs no
-constructor of RLlib's form.
+constructor of RLlib's form. They count as RLModules: `isinstance(module, RLModule)` is True
+for every `RLModuleAPI` module (as it is for RLlib's default modules), while the subclasses of
+`RLModule` (`MultiRLModule`, `TorchRLModule`, a user's class) keep Python's own checks.
 
 `RLModuleSpec` is also what `config.rl_module(rl_module_spec=...)` takes for the default module:
 its `model_config` is merged over the config's and its spaces are the ones the networks are
@@ -21,6 +23,7 @@ built for.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import importlib
 import os
@@ -370,7 +373,7 @@ def _refuse_filesystem(filesystem: Any, method: str) -> None:
         )
 
 
-class RLModule(RLModuleAPI):
+class RLModule(RLModuleAPI, metaclass=abc.ABCMeta):
     """RLlib's RLModule base class for a user's own numpy module.
 
     Override `setup()` to build what the module needs (called once by the constructor), and
@@ -380,7 +383,21 @@ class RLModule(RLModuleAPI):
     module with parameters (plain data: dicts, lists, numbers, strings, numpy arrays) and
     `get_initial_state` for a recurrent one. Do not override the constructor without passing
     its keyword arguments on (`super().__init__(*args, **kwargs)`), as in RLlib.
+
+    Its metaclass is `abc.ABCMeta`, as RLlib's (an `abc.ABC`), so abstract mixins combine
+    with it; `isinstance(x, RLModule)` also holds for the default numpy modules
+    (`__subclasshook__`).
     """
+
+    @classmethod
+    def __subclasshook__(cls, subclass: type) -> Any:
+        """`RLModule` itself counts every `RLModuleAPI` class (the default numpy modules, which
+        answer its API without its constructor) as a subclass, so `isinstance(module,
+        RLModule)` holds for every module an EnvRunner or Learner holds, as in RLlib. Its
+        subclasses keep Python's own check."""
+        if cls is RLModule and issubclass(subclass, RLModuleAPI):
+            return True
+        return NotImplemented
 
     def __init__(
         self,

@@ -6,6 +6,9 @@ dict can or cannot hold.
 
 `FastSyncVectorEnv`: gymnasium's `SyncVectorEnv` with a leaner `step` for the common case.
 
+Both answer `.env` with themselves, so that `env_runner.env.env` (RLlib's path to the vector env
+under its `DictInfoToList` wrapper) is the vector env here too.
+
 An EnvRunner steps its sub-envs through this class. It is a `SyncVectorEnv` (callbacks, connectors
 and `foreach_env` see the same object, `env.envs[i]` the same sub-envs), and its `step` returns
 what gymnasium's would. For Box observations and Box/Discrete actions in NEXT_STEP autoreset mode
@@ -43,6 +46,14 @@ class RawInfosMixin(_VectorEnvBase):
     num_envs: int
 
     _batching_info = False
+
+    @property
+    def env(self) -> Any:
+        """The vector env itself: RLlib's EnvRunner holds its gymnasium vector env wrapped
+        (`DictInfoToList`), so scripts reach it as `env_runner.env.env`; the EnvRunner here
+        holds it unwrapped, and `.env` names the same object (`.unwrapped` too). A loop that
+        unwraps while there is an `.env` would not end here: unwrap with `.unwrapped`."""
+        return self
 
     def _clear_sub_env_infos(self) -> None:
         self.sub_env_infos: list[dict] = [{} for _ in range(self.num_envs)]

@@ -9,6 +9,8 @@ named actors.
   callback code in every EnvRunner process reaches with `get_actor(name)`; on a function,
   `f.remote(...)` runs it in this process and returns a reference for `get()` (no parallelism).
 - `get`, `wait`, `put` (the value itself: there is no object store), `get_actor`,
+  `ObjectRef` (the class of the references `.remote()` calls and
+  `foreach_env_runner(return_obj_refs=True)` give),
   `available_resources()`/`cluster_resources()` (this machine's CPUs), `exceptions`.
 - `kill(actor)` is refused: named objects live until `shutdown()`.
 
@@ -27,8 +29,10 @@ from trainer.capabilities import RAY_INTERNALS
 from trainer.errors import UnsupportedCall
 from trainer.launcher import ray_exceptions as exceptions
 from trainer.named_objects import client as _named
+from trainer.named_objects.object_ref import ObjectRef as _ObjectRef
 
 __all__ = [
+    "ObjectRef",
     "available_resources",
     "cluster_resources",
     "exceptions",
@@ -71,13 +75,24 @@ def shutdown(*args: Any, **kwargs: Any) -> None:
     _named.shutdown_named_objects()
 
 
-class LocalObjectRef:
-    """The result of a remote function's `.remote()` call, already computed (or its error)."""
+#: Ray's `ray.ObjectRef`: the class of every reference `get()` reads here (a named object's
+#: `.remote()` call, a remote function's, `foreach_env_runner(return_obj_refs=True)`'s).
+ObjectRef = _ObjectRef
+
+
+class LocalObjectRef(_ObjectRef):
+    """The result of a remote function's `.remote()` call, already computed (or its error,
+    raised as it was by `get()`)."""
+
+    __slots__ = ("_error",)
 
     def __init__(self, value: Any = None, error: BaseException | None = None):
-        self._value, self._error = value, error
+        super().__init__(None)
+        self._set("ok", value)
+        self._error = error
 
     def result(self) -> Any:
+        self._read = True
         if self._error is not None:
             raise self._error
         return self._value

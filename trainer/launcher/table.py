@@ -451,7 +451,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray": {  # (ray.data, ray.serve, ray.train, ray.util: modules, in UNAVAILABLE_MODULES)
         "get_runtime_context": Unavailable(RAY_INTERNALS),
         "method": Unavailable(RAY_INTERNALS),
-        "ObjectRef": Unavailable(RAY_INTERNALS),
     },
     # (every other name Ray Tune has, "*", fails the same way when used)
     "ray.tune": {name: Unavailable(TUNE, _TUNE_ON_REAL_RAY) for name in (*_TUNE_NAMES, "*")},

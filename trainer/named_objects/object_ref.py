@@ -1,6 +1,8 @@
 """The result of a named-object `.remote()` call: one class for both connections (the server's,
 `trainer.named_objects.client`, and Ray's, `trainer.named_objects.on_ray`), each of which hands
-them out and fills them in (`_set`) as answers arrive."""
+them out and fills them in (`_set`) as answers arrive. It is also the reference of a result that
+is already here (`ObjectRef.of_value`), and what `ray.ObjectRef` names under the RLlib
+launcher."""
 
 from __future__ import annotations
 
@@ -23,6 +25,14 @@ class ObjectRef:
         self._connection = connection
         self._done = False
         self._read = False
+
+    @classmethod
+    def of_value(cls, value: Any) -> ObjectRef:
+        """A reference already holding `value`: what a call that ran elsewhere returns in
+        place of a value (`foreach_env_runner(return_obj_refs=True)`); `get()` reads it."""
+        ref = cls(None)
+        ref._set("ok", value)
+        return ref
 
     def _set(self, status: str, value: Any) -> None:
         self._status, self._value, self._done = status, value, True

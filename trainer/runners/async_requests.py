@@ -31,6 +31,7 @@ from trainer.runners.pool import FAILURES, Failure
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.runners.handle import RunnerBackend
     from trainer.runners.pool import RunnerPool
 
 
@@ -45,6 +46,7 @@ class AsyncRequestsMixin:
     if TYPE_CHECKING:  # what the mixin uses of `EnvRunnerGroup`
         pool: RunnerPool
         config: AlgorithmConfig
+        _backend: RunnerBackend
 
         def _timeout(self, timeout_seconds: float | None) -> float: ...
 
@@ -122,14 +124,10 @@ class AsyncRequestsMixin:
     ) -> list[tuple[int, Any]]:
         """(runner index, result) of the async requests that have answered, oldest first; only
         those tagged with `tags` when given. Waits up to `timeout_seconds` (0: only what is
-        ready now) for the requests in flight. `mark_healthy` has nothing to do here: a runner
-        that failed is restarted or left out at once, per the fault-tolerance settings."""
-        if return_obj_refs:
-            raise ValueError(
-                "fetch_ready_async_reqs(return_obj_refs=True): there is no Ray "
-                "object store here; results come back as values "
-                "(return_obj_refs=False)"
-            )
+        ready now) for the requests in flight. With `return_obj_refs=True` each result comes as
+        a reference to read with `ray.get` (as in `foreach_env_runner`). `mark_healthy` has
+        nothing to do here: a runner that failed is restarted or left out at once, per the
+        fault-tolerance settings."""
         wanted = None if tags is None else ({tags} if isinstance(tags, str) else set(tags))
         bounded = timeout_seconds is None
         wait_s = (
@@ -143,6 +141,9 @@ class AsyncRequestsMixin:
             else:
                 kept.append((index, tag, value))
         self._async_ready = kept
+        if return_obj_refs:  # (index, reference), as RLlib's
+            refs = self._backend.object_refs([value for _, value in results])
+            results = [(index, ref) for (index, _), ref in zip(results, refs, strict=True)]
         return results
 
     def foreach_env_runner_async_fetch_ready(

@@ -620,13 +620,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         gives no result; one that does not answer within `timeout_seconds` counts in
         `num_env_runners_dropped_lifetime()`. `healthy_only=False` includes runners left out
         after a failure whose process still runs; `mark_healthy` has nothing to do here (a
-        failed runner is restarted or left out at once); `return_obj_refs=True` is an error
-        (no Ray object store)."""
-        if return_obj_refs:
-            raise ValueError(
-                "foreach_env_runner(return_obj_refs=True): there is no Ray object "
-                "store here; results come back as values (return_obj_refs=False)"
-            )
+        failed runner is restarted or left out at once). With `return_obj_refs=True` the remote
+        runners' results come as references to read with `ray.get` (ready ones: there is no
+        object store, the results are here already; Ray's own on the "ray" backend), the local
+        runner's as a value, as in RLlib."""
         kwargs = kwargs or {}
         results = []
         if local_env_runner and (self.local_env_runner is not None):
@@ -667,7 +664,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                 self._tasks[index] = tasks
             replies = {index: result for index, (result, _) in replies.items()}
         self.handle_failures(failures)
-        return results + [replies[i] for i in ids if i in replies]
+        remote_results = [replies[i] for i in ids if i in replies]
+        if return_obj_refs:
+            remote_results = self._backend.object_refs(remote_results)
+        return results + remote_results
 
     def sync_weights(
         self,

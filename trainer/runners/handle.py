@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from trainer.errors import EnvRunnerTimeout
+from trainer.named_objects.object_ref import ObjectRef
 from trainer.runners.protocol import Request
 
 
@@ -100,3 +101,10 @@ class RunnerBackend(ABC):
         `first_request(index)` (the `Init`) as it starts each: the runners it was sent to
         have it pending (`has_pending`); the caller sends it to the others."""
         return [self.start(index, background=background) for index in worker_indices]
+
+    def object_refs(self, values: Sequence[Any]) -> list[Any]:
+        """References to `values`, results of calls on this backend's runners, for RLlib's
+        `return_obj_refs=True`: ready `ObjectRef`s, which `trainer.named_objects.get` (and
+        `ray.get` under the RLlib launcher) reads. The results are here already: there is no
+        object store to leave them in."""
+        return [ObjectRef.of_value(value) for value in values]

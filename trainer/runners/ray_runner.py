@@ -307,3 +307,9 @@ class RayBackend(RunnerBackend):
 
     def start(self, worker_index: int, *, background: bool = False) -> RayRunner:
         return RayRunner(worker_index, self._options)
+
+    def object_refs(self, values: Sequence[Any]) -> list[Any]:
+        """Ray's own `ObjectRef`s (`ray.put`): the script's `ray.get` is the installed Ray's."""
+        import ray
+
+        return [ray.put(value) for value in values]

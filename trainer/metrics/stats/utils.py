@@ -1,12 +1,15 @@
 """Value helpers of the stats classes (RLlib 2.60's `ray.rllib.utils.metrics.stats.utils`).
 
-RLlib's versions also move torch and tf tensors to the CPU; values here are Python and numpy
-numbers (there is no torch), so only numpy's scalars are turned into Python numbers.
+Values become plain Python numbers: numpy's scalars, and torch tensors of one element (a
+torch Learner's loss), which RLlib also takes. RLlib keeps a GPU tensor there until the stat
+is read; here it is read when logged (`.item()`). torch is never imported for this: a tensor
+exists only where torch is imported already.
 """
 
 from __future__ import annotations
 
 import numbers
+import sys
 from collections import deque
 from typing import Any
 
@@ -22,9 +25,13 @@ def safe_isnan(value: Any) -> bool:
 
 
 def single_value_to_cpu(value: Any) -> Any:
-    """`value` as a plain Python number where it is a numpy scalar or 0-d array."""
+    """`value` as a plain Python number where it is a numpy scalar or 0-d array, or a torch
+    tensor of one element (on any device; detached)."""
     if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
         return value.item()
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.detach().cpu().item()
     return value
 
 
