@@ -273,6 +273,37 @@ def _last_error_line(output: str) -> str:
     return lines[-1] if lines else ""
 
 
+def run_in_group(
+    command: list[str], cwd: Path, env: dict[str, str], timeout_s: float
+) -> tuple[int, bool, str]:
+    """Runs `command` in a new process group, killed whole at `timeout_s` (and after it ends:
+    leftovers such as a script's EnvRunners go with it). Returns the exit status, whether the
+    time ran out, and the output (stdout and stderr together, kept in a file in `cwd`)."""
+    with open(cwd / "output.txt", "w+", encoding="utf-8", errors="replace") as output:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        output.seek(0)
+        return process.returncode, timed_out, output.read()
+
+
 def execute(run: Run, root: Path, timeout_s: float) -> Run:
     """Runs one CI entry in a new process group (killed whole at the time limit) in a fresh
     working folder."""
@@ -292,38 +323,14 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
             script = str(checkout_copy(run.example, Path(script), Path(work), env))
         command = [sys.executable, "-m", "trainer", "run", script, *run.args]
         start = time.monotonic()
-        with open(
-            os.path.join(work, "output.txt"), "w+", encoding="utf-8", errors="replace"
-        ) as output:
-            process = subprocess.Popen(
-                command,
-                cwd=work,
-                env=env,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            timed_out = False
-            try:
-                process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
-            finally:
-                try:  # leftovers of the script (its EnvRunners) go with it
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            run.seconds = time.monotonic() - start
-            output.seek(0)
-            text = output.read()
+        returncode, timed_out, text = run_in_group(command, Path(work), env, timeout_s)
+        run.seconds = time.monotonic() - start
         report = None
         if os.path.exists(report_path):
             with open(report_path, encoding="utf-8") as file:
                 report = json.load(file)
     run.log = text.splitlines()[-40:]
-    classify(run, process.returncode, timed_out, report, text, timeout_s)
+    classify(run, returncode, timed_out, report, text, timeout_s)
     return run
 
 
@@ -508,6 +515,11 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
             f"| `{run.example}` | {_cell(run.ci_name)}{tags} | `{_cell(args)}` | "
             f"{run.result} | {_cell(run.detail)} | {run.seconds:.1f} |"
         )
+    # The unit-test bench's section (bench/rllib_tests.py) stays as that bench wrote it.
+    begin, end = "<!-- rllib unit tests: begin -->", "<!-- rllib unit tests: end -->"
+    old = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+    if begin in old and end in old:
+        lines += ["", old[old.index(begin) : old.index(end) + len(end)]]
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text("\n".join(lines) + "\n", encoding="utf-8")
     write_readme_summary(runs, started)
