@@ -306,6 +306,19 @@ class UnknownSettingError(ConfigError, TypeError):
     as Python and RLlib raise for an unexpected keyword argument)."""
 
 
+class UnknownOverrideError(UnknownSettingError, KeyError):
+    """`AlgorithmConfig.overrides()` got a name that is no setting: a `KeyError` too, as
+    RLlib raises it ("Invalid property name ... for config class ...")."""
+
+    def __str__(self) -> str:  # the message, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+class ConfigKeyAssignmentError(ConfigError, AttributeError):
+    """`config[key] = value` with a key that cannot be set so (RLlib's "multiagent": its
+    settings are `multi_agent()`'s): an `AttributeError` too, as RLlib raises it."""
+
+
 class ProcessBoundObject(TypeError):
     """An object that cannot travel to another process (an open file)."""
 

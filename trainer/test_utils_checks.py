@@ -503,3 +503,60 @@ def _check_equal(x: Any, y: Any, decimals: int, atol: float | None, rtol: float 
         np.testing.assert_almost_equal(x, y, decimal=decimals)
     else:
         np.testing.assert_allclose(x, y, atol=atol or 0.0, rtol=rtol or 1e-7)
+
+
+class ModelChecker:
+    """RLlib's `ModelChecker`: builds a model config's network per framework (`add`), runs a
+    batch of one input filled with one random value through it, then again after setting
+    every weight to that value (`_set_to_dummy_weights`), and `check()` compares the builds'
+    parameter counts and those second outputs. Only torch builds here, so `check()` compares
+    torch builds with each other."""
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self.param_counts: dict[str, Any] = {}
+        self.output_values: dict[str, Any] = {}
+        self.random_fill_input_value = float(np.random.uniform(-0.01, 0.01))
+        self.models: dict[str, Any] = {}
+
+    def add(self, framework: str = "torch", obs: bool = True, state: Any = False) -> Any:
+        """Builds the config for `framework` and returns its outputs for the filled input
+        (`{"obs": x}` with `obs`, a tensor otherwise; with `state`, a time axis of one and a
+        zero `state_in` of each shape `state` maps to)."""
+        import torch  # the model configs build torch networks (the `torch` extra)
+
+        model = self.models[framework] = self.config.build(framework=framework)
+        shape = [1] + ([1] if state else []) + [int(d) for d in self.config.input_dims]
+        value = self.random_fill_input_value
+        inputs: Any = torch.full(shape, value, dtype=torch.float32)
+        if obs:
+            inputs = {"obs": inputs}
+        if state:
+            inputs["state_in"] = {
+                key: torch.zeros([1, *(int(d) for d in np.asarray(dims))])
+                for key, dims in state.items()
+            }
+        outputs = model(inputs)
+        model._set_to_dummy_weights(value_sequence=(value,))
+        comparable = model(inputs)
+        self.param_counts[framework] = model.get_num_parameters()
+        self.output_values[framework] = _to_numpy_tree(comparable)
+        return outputs
+
+    def check(self) -> None:
+        """Raises AssertionError where two added builds differ in their parameter counts or
+        their dummy-weight outputs (to 0.0005)."""
+        main = next(iter(self.models))
+        for counts in self.param_counts.values():
+            check(counts, self.param_counts[main])
+        for values in self.output_values.values():
+            check(values, self.output_values[main], atol=0.0005)
+
+
+def _to_numpy_tree(value: Any) -> Any:
+    """`value` (nested dicts of tensors) as numpy arrays (None stays None)."""
+    if isinstance(value, Mapping):
+        return {key: _to_numpy_tree(v) for key, v in value.items()}
+    if value is None:
+        return None
+    return value.detach().cpu().numpy()

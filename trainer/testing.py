@@ -245,6 +245,7 @@ if _have_pytest:
 
 # RLlib's test_utils checks (their own module, re-exported here where RLlib's code imports them).
 from trainer.test_utils_checks import (  # noqa: E402, F401
+    ModelChecker,
     check,
     check_compute_single_action,
     check_inference_w_connectors,

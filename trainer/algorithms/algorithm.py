@@ -124,6 +124,9 @@ logger = logging.getLogger("trainer")
 
 #: Where Tune's resource request of a trial is computed: the Tune layer (above this one; it
 #: needs Ray Tune), imported by name when Tune asks (`default_resource_request`).
+#: RLlib's resource request computed from a config, without Tune (the RLlib surface: a layer
+#: above, named by its path).
+RESOURCES_MODULE = "trainer.compat.resources"
 TUNE_TRAINABLE_MODULE = "trainer.tune.trainable"
 #: The policy export (`export_policy_model`, `export_model`): a layer above this one (it reads
 #: the algorithm's modules and runners), imported by name when asked.
@@ -714,13 +717,16 @@ class Algorithm(OldAlgorithmNames):
     @classmethod
     def default_resource_request(cls, config: AlgorithmConfig | dict) -> Any:
         """Tune's resource request of a trial running `config` (a `PlacementGroupFactory`, as
-        RLlib's; `trainer.tune.trainable.resource_request` says how it is computed). Needs Ray
-        Tune (`pip install 'localrl[tune]'`); without it None: there is nothing to reserve
-        when no Tune runs the trials."""
+        RLlib's; `trainer.tune.trainable.resource_request` says how it is computed). Without
+        Ray Tune (`pip install 'localrl[tune]'`) nothing is reserved, and this is what RLlib
+        would ask for, a `trainer.compat.resources.ResourceRequest` (`.bundles`, `.strategy`)
+        computed from the config as RLlib computes it."""
         try:
             trainable = importlib.import_module(TUNE_TRAINABLE_MODULE)
         except ImportError:
-            return None
+            if isinstance(config, dict):
+                config = cls.get_default_config().update_from_dict(config)
+            return importlib.import_module(RESOURCES_MODULE).resource_request(config)
         return trainable.resource_request(trainable.config_of(cls, config))
 
     @classmethod

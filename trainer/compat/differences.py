@@ -320,12 +320,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "RLlibCallback.on_offline_eval_runners_recreated",
     ),
     # -- test_utils -----------------------------------------------------------------------------
-    Difference(
-        "test_utils.ModelChecker",
-        "missing",
-        "it compares one model built by torch, TF and JAX for equal parameter counts "
-        "and outputs; the modules here are numpy only, so there is nothing to compare",
-    ),
     # -- RLModule, RLModuleSpec, MultiRLModule, MultiRLModuleSpec ----------------------------------
     *_same(
         "missing",
@@ -825,8 +819,9 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "build_vf_head / build_actor_critic_encoder shapes them; tests/test_catalogs.py, "
         "tests/rllib/test_catalog.py); the numpy module builds the same layout itself and "
         "refuses a subclass that overrides builders; other catalog classes are refused at "
-        "config time; the base Catalog's encoder configs (_get_encoder_config, build_encoder, "
-        "get_tokenizer_config, get_preprocessor) raise RLlibNotAvailable",
+        "config time; the base Catalog decides RLlib's encoder configs when made "
+        "(_get_encoder_config: MLPEncoderConfig, CNNEncoderConfig, RecurrentEncoderConfig; "
+        "build_encoder builds them in torch), PPOCatalog and DQNCatalog decide theirs lazily",
         "the builders return this project's torch networks (an encoder with encode_actor / "
         "encode_critic), not RLlib's Encoder/Model config classes; the numpy networks cannot "
         "run a torch head",

@@ -10,31 +10,52 @@ DQN modules build through their catalog when the spec names one (`RLModuleSpec(c
 `build_encoder` / `build_af_head` / `build_vf_head`, changes the networks as in RLlib. Its builders return this
 project's torch networks (`trainer.torch_rl.networks`), not RLlib's model-config classes.
 
-What is refused (with an error naming the class or the method):
-- a catalog class that is not a default module's catalog or a subclass of one (RLlib's base
-  `Catalog`, a user's class of its own), a catalog on a module other than the default module
-  it describes, and a subclass that overrides builders on a numpy module, which cannot run
-  torch networks (`check_catalog_class`);
-- the base catalog's model builders (`build_encoder`, `get_tokenizer_config`): they return
-  RLlib's `Encoder` / `Model` configs (`get_preprocessor` works: the old stack's preprocessor,
-  `trainer.compat.preprocessors`).
-  `get_action_dist_cls("torch")` works: the torch distribution class of the action space.
+The base `Catalog` decides its components as RLlib's does when it is made
+(`_determine_components_hook`): `_get_encoder_config` gives RLlib's model config of the default
+encoder for the observation space (`trainer.core.model_configs`: an `MLPEncoderConfig` for a 1D
+Box, a `CNNEncoderConfig` for an image, preset filters from `get_filter_config` unless
+`conv_filters`, a `RecurrentEncoderConfig` with `use_lstm`; ValueError for any other space),
+`latent_dims` its output dims, `build_encoder("torch")` builds it, `get_tokenizer_config` gives
+the encoder config without the LSTM. `get_action_dist_cls("torch")` gives the torch
+distribution class of the action space; `get_preprocessor` the old stack's preprocessor
+(`trainer.compat.preprocessors`). The algorithms' catalogs (PPOCatalog, DQNCatalog) decide
+their components themselves, lazily (a numpy module never imports torch through them).
+
+What is refused (with an error naming the class or the method): a catalog class that is not a
+default module's catalog or a subclass of one (RLlib's base `Catalog`, a user's class of its
+own) as a spec's `catalog_class`, a catalog on a module other than the default module it
+describes, and a subclass that overrides builders on a numpy module, which cannot run torch
+networks (`check_catalog_class`).
 
 This module imports no torch (a spec names its catalog before any module is built).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import inspect
 from typing import Any
 
+import gymnasium as gym
+
 from trainer.capabilities import OLD_API_STACK, TORCH
+from trainer.core.model_configs import (
+    CNNEncoderConfig,
+    MLPEncoderConfig,
+    ModelConfig,
+    RecurrentEncoderConfig,
+    get_filter_config,
+)
 from trainer.errors import ConfigError, RLlibNotAvailable, UnsupportedValue
 
 #: The torch backend and its action distributions (`get_action_dist_cls("torch")`).
 _TORCH_BACKEND = "trainer.torch_rl"
 _TORCH_DISTRIBUTIONS = "trainer.torch_rl.distributions"
+#: The model config's check (`trainer.core.models` imports the module layer, which names this
+#: catalog: reached by its declared path when a catalog decides its encoder).
+_MODELS = "trainer.core.models"
 #: RLlib's old-stack observation preprocessors (`Catalog.get_preprocessor`).
 _PREPROCESSORS = "trainer.compat.preprocessors"
 #: What a module builds its networks with here, instead of a catalog's builders.
@@ -93,8 +114,122 @@ class Catalog:
             )
         self.observation_space = observation_space
         self.action_space = action_space
+        if dataclasses.is_dataclass(model_config_dict) and not isinstance(model_config_dict, type):
+            model_config_dict = dataclasses.asdict(model_config_dict)
         self._model_config_dict = dict(model_config_dict or {})
         self._latent_dims: Any = None
+        self._determine_components_hook()
+
+    def _determine_components_hook(self) -> None:
+        """RLlib's decision of the components, when the catalog is made: the encoder's config
+        (`_get_encoder_config`), the action distribution's class (by framework) and
+        `latent_dims`, the encoder's output dims. Raises ValueError for an observation space
+        without a default encoder (RLlib's message; for the raw Atari frame, its hint). The
+        algorithms' catalogs override it: they decide lazily."""
+        self._encoder_config = self._get_encoder_config(
+            observation_space=self.observation_space,
+            model_config_dict=self._model_config_dict,
+            action_space=self.action_space,
+        )
+        self._action_dist_class_fn = functools.partial(
+            self._get_dist_cls_from_action_space, action_space=self.action_space
+        )
+        self.latent_dims = self._encoder_config.output_dims
+
+    @classmethod
+    def _get_encoder_config(
+        cls,
+        observation_space: Any,
+        model_config_dict: dict,
+        action_space: Any = None,
+    ) -> Any:
+        """RLlib's default encoder config for `observation_space` and the model config (a dict;
+        missing keys take their defaults): with `use_lstm` a `RecurrentEncoderConfig` (one
+        LSTM layer of `lstm_cell_size`, over `get_tokenizer_config`'s encoder); else for a 1D
+        Box an `MLPEncoderConfig` (`fcnet_hiddens[:-1]` hidden, `fcnet_hiddens[-1]` out,
+        `fcnet_activation`, `fcnet_use_layernorm` on every layer), for a 3D Box a
+        `CNNEncoderConfig` (`conv_filters`, else `get_filter_config`'s preset). ValueError for
+        any other space, naming it."""
+        config = importlib.import_module(_MODELS).check_model_config(
+            dict(model_config_dict),
+            setting=f"{cls.__name__}._get_encoder_config(model_config_dict)",
+        )
+        shape = tuple(getattr(observation_space, "shape", None) or ())
+        is_box = isinstance(observation_space, gym.spaces.Box)
+        if config["use_lstm"]:
+            return RecurrentEncoderConfig(
+                input_dims=shape,
+                recurrent_layer_type="lstm",
+                hidden_dim=int(config["lstm_cell_size"]),
+                hidden_weights_initializer=config["lstm_kernel_initializer"],
+                hidden_weights_initializer_config=config["lstm_kernel_initializer_kwargs"],
+                hidden_bias_initializer=config["lstm_bias_initializer"],
+                hidden_bias_initializer_config=config["lstm_bias_initializer_kwargs"],
+                batch_major=True,
+                num_layers=1,
+                tokenizer_config=cls.get_tokenizer_config(observation_space, config),
+            )
+        if is_box and len(shape) == 1:
+            hiddens = list(config["fcnet_hiddens"])
+            if not hiddens:
+                raise ValueError(
+                    f"{cls.__name__}._get_encoder_config: model_config['fcnet_hiddens']=[]: the "
+                    "default encoder needs at least one layer (its last size is the latent size)"
+                )
+            layernorm = bool(config["fcnet_use_layernorm"])
+            initializers = {
+                f"{layer}_layer_{part}_initializer{suffix}": config[f"fcnet_{key}_initializer{kw}"]
+                for layer in ("hidden", "output")
+                for part, key in (("weights", "kernel"), ("bias", "bias"))
+                for suffix, kw in (("", ""), ("_config", "_kwargs"))
+            }
+            return MLPEncoderConfig(
+                input_dims=shape,
+                hidden_layer_dims=hiddens[:-1],
+                hidden_layer_activation=config["fcnet_activation"],
+                hidden_layer_use_layernorm=layernorm,
+                output_layer_dim=hiddens[-1],
+                output_layer_activation=config["fcnet_activation"],
+                output_layer_use_layernorm=layernorm,
+                **initializers,
+            )
+        if is_box and len(shape) == 3:
+            return CNNEncoderConfig(
+                input_dims=shape,
+                cnn_filter_specifiers=config["conv_filters"] or get_filter_config(shape),
+                cnn_activation=config["conv_activation"],
+                cnn_kernel_initializer=config["conv_kernel_initializer"],
+                cnn_kernel_initializer_config=config["conv_kernel_initializer_kwargs"],
+                cnn_bias_initializer=config["conv_bias_initializer"],
+                cnn_bias_initializer_config=config["conv_bias_initializer_kwargs"],
+            )
+        why = (
+            " 2D Box spaces are not supported. They should be either flattened to a 1D Box "
+            "space or enhanced to be a 3D box space."
+            if is_box and len(shape) == 2
+            else ""
+        )
+        raise ValueError(
+            f"No default encoder config for obs space={observation_space}, "
+            f"lstm={config['use_lstm']} found.{why}"
+        )
+
+    @classmethod
+    def get_tokenizer_config(
+        cls, observation_space: Any, model_config_dict: dict, view_requirements: Any = None
+    ) -> ModelConfig:
+        """RLlib's: the encoder config a recurrent encoder tokenizes its inputs with (the
+        default encoder's, without the LSTM)."""
+        if view_requirements is not None:
+            raise UnsupportedValue(
+                f"{cls.__name__}.get_tokenizer_config(view_requirements=...): view "
+                "requirements belong to RLlib's old API stack and are not supported",
+                OLD_API_STACK,
+            )
+        return cls._get_encoder_config(
+            observation_space=observation_space,
+            model_config_dict={**model_config_dict, "use_lstm": False},
+        )
 
     @property
     def model_config(self) -> dict:
@@ -122,10 +257,11 @@ class Catalog:
         self._latent_dims = value
 
     def build_encoder(self, framework: str) -> Any:
-        raise self._not_available("build_encoder")
-
-    def get_tokenizer_config(self, *args: Any, **kwargs: Any) -> Any:
-        raise self._not_available("get_tokenizer_config")
+        """The encoder: `_get_encoder_config()`'s config built (torch)."""
+        encoder_config = getattr(self, "_encoder_config", None)
+        if encoder_config is None:
+            raise self._not_available("build_encoder")
+        return encoder_config.build(framework=framework)
 
     @staticmethod
     def get_preprocessor(observation_space: Any, **kwargs: Any) -> Any:

@@ -12,7 +12,12 @@ The layers are RLlib's: `hidden_layer_dims` Linear layers (each with an optional
 `output_layer_activation`; weights start from torch's default initialization unless an
 initializer is named (a `torch.nn.init` in-place function, by name ending in "_" or itself, with
 its `*_config` as keyword arguments). Importing this module does not import torch; `build` does.
-Other frameworks, and RLlib's other configs (CNN, recurrent, actor-critic encoders), are not
+Besides the MLPs: `FreeLogStdMLPHeadConfig` (an MLP for the means and free log-std
+parameters), `CNNEncoderConfig` (RLlib's TorchCNNEncoder: "same"/"valid"-padded convolutions,
+channels-last images in), `CNNTransposeHeadConfig` (RLlib's TorchCNNTransposeHead: a dense layer
+to an image, then TF-style "same" transposed convolutions) and `RecurrentEncoderConfig` (RLlib's
+TorchLSTMEncoder / TorchGRUEncoder); each config's `output_dims` is computed without torch, as
+RLlib's. Other frameworks, and RLlib's actor-critic and multi-stream encoder configs, are not
 here: `build(framework="tf2")` raises naming torch.
 """
 
@@ -20,8 +25,9 @@ from __future__ import annotations
 
 import abc
 import importlib
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: The key of an encoder's output (RLlib's `ray.rllib.core.models.base.ENCODER_OUT`).
@@ -70,11 +76,16 @@ class Model(abc.ABC):
     (`trainer.torch_rl.model_config_networks`) is its torch form."""
 
     def __init__(self, config: ModelConfig) -> None:
-        self.config = config
+        # Any: each network reads its own config class's fields.
+        self.config: Any = config
 
     @abc.abstractmethod
-    def _forward(self, input_dict: dict, **kwargs: Any) -> Any:
+    def _forward(self, input_dict: Any, **kwargs: Any) -> Any:
         """The network's outputs for `input_dict`."""
+
+    def get_initial_state(self) -> Any:
+        """The recurrent state a sequence starts from (RLlib's: `{}` for a stateless model)."""
+        return {}
 
 
 class Encoder(Model, abc.ABC):
@@ -167,13 +178,13 @@ class _MLPConfig(ModelConfig):
             raise ValueError(f"{name}: `log_std_clip_param` must be a float value, but is `None`.")
         check_activation(self.hidden_layer_activation, f"{name}.hidden_layer_activation")
         check_activation(self.output_layer_activation, f"{name}.output_layer_activation")
-        for field in (
+        for setting in (
             "hidden_layer_weights_initializer",
             "hidden_layer_bias_initializer",
             "output_layer_weights_initializer",
             "output_layer_bias_initializer",
         ):
-            check_initializer(getattr(self, field), f"{name}.{field}")
+            check_initializer(getattr(self, setting), f"{name}.{setting}")
 
 
 @dataclass
@@ -194,3 +205,279 @@ class MLPEncoderConfig(_MLPConfig):
     def build(self, framework: str = "torch") -> Any:
         self._validate(framework)
         return importlib.import_module(TORCH_NETWORKS).TorchMLPEncoder(self)
+
+
+@dataclass
+class FreeLogStdMLPHeadConfig(_MLPConfig):
+    """RLlib's head for a Gaussian with free (observation-independent) log-stds: the MLP
+    outputs the means (half of `output_dims`), a parameter vector the log-stds (the other
+    half, clipped with `clip_log_std`); `output_dims` must be even."""
+
+    def _validate(self, framework: str = "torch") -> None:
+        super()._validate(framework)
+        if self.output_dims[0] % 2 == 1:
+            raise ValueError(
+                f"FreeLogStdMLPHeadConfig: `output_layer_dim` ({self.output_layer_dim}) or the "
+                f"last value in `hidden_layer_dims` ({list(self.hidden_layer_dims)}) must be an "
+                "even int (dividable by 2), e.g. `output_layer_dim=8`"
+            )
+
+    def build(self, framework: str = "torch") -> Any:
+        self._validate(framework)
+        return importlib.import_module(TORCH_NETWORKS).TorchFreeLogStdMLPHead(self)
+
+
+def _pair(value: int | list[int] | tuple[int, ...]) -> tuple[int, int]:
+    """A kernel or stride given as one int (square) or as `[a, b]`."""
+    if isinstance(value, (list, tuple)):
+        return int(value[0]), int(value[1])
+    return int(value), int(value)
+
+
+def same_padding(
+    in_size: Any, filter_size: Any, stride_size: Any
+) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """RLlib's `same_padding` (TensorFlow's "same"): the zero padding `(left, right, top,
+    bottom)` and the output size (the input divided by the stride, rounded up)."""
+    (in_h, in_w), (k_h, k_w), (s_h, s_w) = _pair(in_size), _pair(filter_size), _pair(stride_size)
+    out_h, out_w = math.ceil(in_h / s_h), math.ceil(in_w / s_w)
+    pad_h = (out_h - 1) * s_h + k_h - in_h
+    pad_w = (out_w - 1) * s_w + k_w - in_w
+    return (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2), (out_h, out_w)
+
+
+def valid_padding(in_size: Any, filter_size: Any, stride_size: Any) -> tuple[int, int]:
+    """RLlib's `valid_padding`: the output size of a convolution without padding."""
+    (in_h, in_w), (k_h, k_w), (s_h, s_w) = _pair(in_size), _pair(filter_size), _pair(stride_size)
+    return math.ceil((in_h - k_h + 1) / s_h), math.ceil((in_w - k_w + 1) / s_w)
+
+
+def same_padding_transpose_after_stride(
+    strided_size: Any, kernel: Any, stride: Any
+) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """RLlib's padding of a transposed convolution (TensorFlow's Conv2DTranspose "same"):
+    the zeros `(left, right, top, bottom)` around the already strided image and the size
+    after padding (before the kernel)."""
+    (k_w, k_h), (s_w, s_h) = _pair(kernel), _pair(stride)
+    total_w, total_h = k_w - 1 + s_w - 1, k_h - 1 + s_h - 1
+    right, bottom = total_w // 2, total_h // 2
+    padding = (right + total_w % 2, right, bottom + total_h % 2, bottom)
+    size = _pair(strided_size)
+    return padding, (size[0] + total_w - k_w + 1, size[1] + total_h - k_h + 1)
+
+
+#: RLlib's preset convolution stacks by image size (`get_filter_config`), in its order.
+FILTER_PRESETS: dict[int, list[list[Any]]] = {
+    96: [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 2]],
+    84: [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],
+    64: [[16, [4, 4], 2], [32, [4, 4], 2], [64, [4, 4], 2], [128, [4, 4], 2]],
+    42: [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],
+    10: [[16, [5, 5], 2], [32, [5, 5], 2]],
+}
+#: RLlib's hint for the raw Atari frame (an env not wrapped as RLlib's Atari examples do).
+ATARI_HELP = (
+    "This is the default atari obs shape. You may want to look at one of RLlib's Atari "
+    "examples for an example of how to wrap an Atari env. "
+)
+
+
+def get_filter_config(shape: Any) -> list[list[Any]]:
+    """RLlib's `ray.rllib.models.utils.get_filter_config`: the preset `conv_filters` for an
+    image `shape` (`[size, size, K]` or `[K, size, size]`); ValueError naming `conv_filters`
+    (and, for the raw Atari frame `[210, 160, 3]`, RLlib's Atari hint) for any other."""
+    dims = [int(d) for d in shape]
+    if len(dims) in (2, 3):
+        for size, filters in FILTER_PRESETS.items():
+            if dims[:2] == [size, size] or dims[1:] == [size, size]:
+                return [list(f) for f in filters]
+    atari_help = ATARI_HELP if dims == [210, 160, 3] else ""
+    sizes = ", ".join(f"{s}x{s}" for s in FILTER_PRESETS)
+    raise ValueError(
+        f"No default configuration for obs shape {dims}, you must specify `conv_filters` "
+        f"manually as a model option. Default configurations are only available for inputs "
+        f"of the following shapes: {sizes}. {atari_help}You may alternatively want to use a "
+        "custom model or preprocessor."
+    )
+
+
+def _conv_spec(spec: Any, setting: str) -> tuple[int, Any, Any, str]:
+    """A filter specifier `[num_filters, kernel, stride]` or `[..., padding]` ("same" by
+    default), checked."""
+    if not isinstance(spec, (list, tuple)) or len(spec) not in (3, 4):
+        raise ValueError(
+            f"{setting}: each entry is [num_filters, kernel, stride] or [num_filters, kernel, "
+            f"stride, padding], got {spec!r}"
+        )
+    padding = spec[3] if len(spec) == 4 else "same"
+    if padding not in ("same", "valid"):
+        raise ValueError(f"{setting}: padding {padding!r} of {spec!r}: 'same' or 'valid'")
+    return int(spec[0]), spec[1], spec[2], padding
+
+
+@dataclass
+class CNNEncoderConfig(ModelConfig):
+    """RLlib's convolutional encoder: channels-last images `input_dims` `[w, h, c]` in; each
+    `cnn_filter_specifiers` entry a Conv2d ("same" padding as TensorFlow's unless "valid"),
+    optionally a LayerNorm over the channels, then `cnn_activation`; flattened at the end
+    (`flatten_at_end`)."""
+
+    cnn_filter_specifiers: list = field(
+        default_factory=lambda: [[16, [4, 4], 2], [32, [4, 4], 2], [64, [8, 8], 2]]
+    )
+    cnn_use_bias: bool = True
+    cnn_activation: str | Callable | None = "relu"
+    cnn_use_layernorm: bool = False
+    cnn_kernel_initializer: str | Callable | None = None
+    cnn_kernel_initializer_config: dict | None = None
+    cnn_bias_initializer: str | Callable | None = None
+    cnn_bias_initializer_config: dict | None = None
+    flatten_at_end: bool = True
+
+    @property
+    def output_dims(self) -> tuple[int, ...] | None:
+        if not self.input_dims:
+            return None
+        dims: list[int] = [int(d) for d in self.input_dims]
+        for spec in self.cnn_filter_specifiers:
+            num_filters, kernel, stride, padding = _conv_spec(
+                spec, "CNNEncoderConfig.cnn_filter_specifiers"
+            )
+            if padding == "same":
+                _, size = same_padding(dims[:2], kernel, stride)
+            else:
+                size = valid_padding(dims[:2], kernel, stride)
+            dims = [size[0], size[1], num_filters]
+        if self.flatten_at_end:
+            return (int(math.prod(dims)),)
+        return tuple(dims)
+
+    def _validate(self, framework: str = "torch") -> None:
+        self._check_framework(framework)
+        if self.input_dims is None or len(self.input_dims) != 3:
+            raise ValueError(
+                f"CNNEncoderConfig(input_dims={self.input_dims!r}): a 3D image shape, width x "
+                "height x channels, e.g. [64, 64, 3]"
+            )
+        dims = self.output_dims or ()
+        if self.flatten_at_end and (len(dims) != 1 or dims[0] < 1):
+            raise ValueError(
+                f"CNNEncoderConfig: the stack {self.cnn_filter_specifiers!r} shrinks images "
+                f"of shape {list(self.input_dims)} to nothing"
+            )
+        check_activation(self.cnn_activation, "CNNEncoderConfig.cnn_activation")
+        check_initializer(self.cnn_kernel_initializer, "CNNEncoderConfig.cnn_kernel_initializer")
+        check_initializer(self.cnn_bias_initializer, "CNNEncoderConfig.cnn_bias_initializer")
+
+    def build(self, framework: str = "torch") -> Any:
+        self._validate(framework)
+        return importlib.import_module(TORCH_NETWORKS).TorchCNNEncoder(self)
+
+
+@dataclass
+class CNNTransposeHeadConfig(ModelConfig):
+    """RLlib's transposed-convolution head (an image decoder): a 1D input `input_dims`, a
+    dense layer to `initial_image_dims` `[w, h, c]`, then each
+    `cnn_transpose_filter_specifiers` entry `[num_filters, kernel, stride]` a transposed
+    convolution with TensorFlow's "same" padding (the image grows by `stride`), each but the
+    last with an optional LayerNorm and `cnn_transpose_activation`; the output is offset by
+    0.5 (RLlib's, for images in [0, 1])."""
+
+    initial_image_dims: list[int] | tuple[int, ...] = field(default_factory=lambda: [4, 4, 96])
+    initial_dense_weights_initializer: str | Callable | None = None
+    initial_dense_weights_initializer_config: dict | None = None
+    initial_dense_bias_initializer: str | Callable | None = None
+    initial_dense_bias_initializer_config: dict | None = None
+    cnn_transpose_filter_specifiers: list = field(
+        default_factory=lambda: [[48, [4, 4], 2], [24, [4, 4], 2], [3, [4, 4], 2]]
+    )
+    cnn_transpose_use_bias: bool = True
+    cnn_transpose_activation: str | Callable | None = "relu"
+    cnn_transpose_use_layernorm: bool = False
+    cnn_transpose_kernel_initializer: str | Callable | None = None
+    cnn_transpose_kernel_initializer_config: dict | None = None
+    cnn_transpose_bias_initializer: str | Callable | None = None
+    cnn_transpose_bias_initializer_config: dict | None = None
+
+    @property
+    def output_dims(self) -> tuple[int, ...]:
+        dims = [int(d) for d in self.initial_image_dims]
+        for spec in self.cnn_transpose_filter_specifiers:
+            num_filters, kernel, stride = spec
+            (s_w, s_h), (k_w, k_h) = _pair(stride), _pair(kernel)
+            strided = (dims[0] * s_w - (s_w - 1), dims[1] * s_h - (s_h - 1))
+            _, padded = same_padding_transpose_after_stride(strided, kernel, stride)
+            dims = [padded[0] - (k_w - 1), padded[1] - (k_h - 1), int(num_filters)]
+        return tuple(dims)
+
+    def _validate(self, framework: str = "torch") -> None:
+        self._check_framework(framework)
+        if self.input_dims is None or len(self.input_dims) != 1:
+            raise ValueError(
+                f"CNNTransposeHeadConfig(input_dims={self.input_dims!r}): a 1D input, e.g. [32]"
+            )
+        if len(self.initial_image_dims) != 3:
+            raise ValueError(
+                f"CNNTransposeHeadConfig(initial_image_dims={self.initial_image_dims!r}): "
+                "width x height x channels, e.g. [4, 4, 96]"
+            )
+        for spec in self.cnn_transpose_filter_specifiers:
+            if not isinstance(spec, (list, tuple)) or len(spec) != 3:
+                raise ValueError(
+                    "CNNTransposeHeadConfig.cnn_transpose_filter_specifiers: each entry is "
+                    f"[num_filters, kernel, stride], got {spec!r}"
+                )
+        check_activation(
+            self.cnn_transpose_activation, "CNNTransposeHeadConfig.cnn_transpose_activation"
+        )
+
+    def build(self, framework: str = "torch") -> Any:
+        self._validate(framework)
+        return importlib.import_module(TORCH_NETWORKS).TorchCNNTransposeHead(self)
+
+
+@dataclass
+class RecurrentEncoderConfig(ModelConfig):
+    """RLlib's recurrent encoder: an LSTM or GRU (`recurrent_layer_type`) of `num_layers`
+    layers of `hidden_dim` units over `input_dims` (or over a `tokenizer_config`'s output);
+    inputs `{"obs": (B, T, ...), "state_in": {"h": (B, L, H)[, "c": ...]}}`, outputs
+    `{ENCODER_OUT: (B, T, H), "state_out": ...}` (batch-major, state batch-first)."""
+
+    recurrent_layer_type: str = "lstm"
+    hidden_dim: int | None = None
+    num_layers: int | None = None
+    batch_major: bool = True
+    hidden_weights_initializer: str | Callable | None = None
+    hidden_weights_initializer_config: dict | None = None
+    use_bias: bool = True
+    hidden_bias_initializer: str | Callable | None = None
+    hidden_bias_initializer_config: dict | None = None
+    tokenizer_config: ModelConfig | None = None
+
+    @property
+    def output_dims(self) -> tuple[int, ...]:
+        return (self.hidden_dim,)  # type: ignore[return-value]
+
+    def _validate(self, framework: str = "torch") -> None:
+        self._check_framework(framework)
+        if self.recurrent_layer_type not in ("gru", "lstm"):
+            raise ValueError(
+                f"RecurrentEncoderConfig(recurrent_layer_type={self.recurrent_layer_type!r}): "
+                "'gru' or 'lstm'"
+            )
+        if self.input_dims is not None and len(self.input_dims) != 1:
+            raise ValueError(
+                f"RecurrentEncoderConfig(input_dims={self.input_dims!r}): 1D, e.g. [32]"
+            )
+        for name in ("hidden_dim", "num_layers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"RecurrentEncoderConfig({name}={value!r}): a positive int")
+        for name in ("hidden_weights_initializer", "hidden_bias_initializer"):
+            check_initializer(getattr(self, name), f"RecurrentEncoderConfig.{name}")
+
+    def build(self, framework: str = "torch") -> Any:
+        self._validate(framework)
+        networks = importlib.import_module(TORCH_NETWORKS)
+        if self.recurrent_layer_type == "lstm":
+            return networks.TorchLSTMEncoder(self)
+        return networks.TorchGRUEncoder(self)

@@ -65,6 +65,10 @@ MODEL_DEFAULTS: dict = {
     "fcnet_kernel_initializer_kwargs": None,
     "fcnet_bias_initializer": None,
     "fcnet_bias_initializer_kwargs": None,
+    # A LayerNorm after each encoder layer (before its activation), and after each hidden
+    # layer of PPO's heads (RLlib's keys; the torch modules build them, see `LAYERNORM_KEYS`).
+    "fcnet_use_layernorm": False,
+    "head_fcnet_use_layernorm": False,
     # Hidden layers of the heads after the encoder (policy and value heads; DQN's advantage and
     # value streams), and the initializers of every head layer, the output layer included.
     "head_fcnet_hiddens": [],
@@ -97,6 +101,73 @@ MODEL_DEFAULTS: dict = {
     **LSTM_DEFAULTS,
 }
 
+#: RLlib 2.60's old-stack `MODEL_DEFAULTS` (ray.rllib.models.catalog), key for key: served at
+#: RLlib's path by `trainer.compat.old_model_defaults`. A model config may hold its keys that
+#: the new stack has no use for (`OLD_STACK_ONLY_KEYS`) at these values only.
+OLD_STACK_MODEL_DEFAULTS: dict[str, Any] = {
+    "fcnet_hiddens": [256, 256],
+    "fcnet_activation": "tanh",
+    "fcnet_weights_initializer": None,
+    "fcnet_weights_initializer_config": None,
+    "fcnet_bias_initializer": None,
+    "fcnet_bias_initializer_config": None,
+    "conv_filters": None,
+    "conv_activation": "relu",
+    "conv_kernel_initializer": None,
+    "conv_kernel_initializer_config": None,
+    "conv_bias_initializer": None,
+    "conv_bias_initializer_config": None,
+    "conv_transpose_kernel_initializer": None,
+    "conv_transpose_kernel_initializer_config": None,
+    "conv_transpose_bias_initializer": None,
+    "conv_transpose_bias_initializer_config": None,
+    "post_fcnet_hiddens": [],
+    "post_fcnet_activation": "relu",
+    "post_fcnet_weights_initializer": None,
+    "post_fcnet_weights_initializer_config": None,
+    "post_fcnet_bias_initializer": None,
+    "post_fcnet_bias_initializer_config": None,
+    "free_log_std": False,
+    "log_std_clip_param": 20.0,
+    "no_final_linear": False,
+    "vf_share_layers": True,
+    "use_lstm": False,
+    "max_seq_len": 20,
+    "lstm_cell_size": 256,
+    "lstm_use_prev_action": False,
+    "lstm_use_prev_reward": False,
+    "lstm_weights_initializer": None,
+    "lstm_weights_initializer_config": None,
+    "lstm_bias_initializer": None,
+    "lstm_bias_initializer_config": None,
+    "_time_major": False,
+    "use_attention": False,
+    "attention_num_transformer_units": 1,
+    "attention_dim": 64,
+    "attention_num_heads": 1,
+    "attention_head_dim": 32,
+    "attention_memory_inference": 50,
+    "attention_memory_training": 50,
+    "attention_position_wise_mlp_dim": 32,
+    "attention_init_gru_gate_bias": 2.0,
+    "attention_use_n_prev_actions": 0,
+    "attention_use_n_prev_rewards": 0,
+    "framestack": True,
+    "dim": 84,
+    "grayscale": False,
+    "zero_mean": True,
+    "custom_model": None,
+    "custom_model_config": {},
+    "custom_action_dist": None,
+    "custom_preprocessor": None,
+    "encoder_latent_dim": None,
+    "always_check_shapes": False,
+    "lstm_use_prev_action_reward": -1,
+    "_use_default_native_models": -1,
+    "_disable_preprocessor_api": False,
+    "_disable_action_flattening": False,
+}
+
 #: The `model_config` keys only the torch modules use (the numpy networks are MLPs).
 TORCH_ONLY_KEYS: tuple[str, ...] = (
     "conv_filters",
@@ -106,6 +177,16 @@ TORCH_ONLY_KEYS: tuple[str, ...] = (
     "conv_bias_initializer",
     "conv_bias_initializer_kwargs",
 )
+
+#: The old-stack keys (`OLD_STACK_MODEL_DEFAULTS`) no network here reads (RLlib's new stack
+#: ignores them too): accepted at their old-stack defaults only, so none is silently dropped.
+OLD_STACK_ONLY_KEYS: dict[str, Any] = {
+    key: value for key, value in OLD_STACK_MODEL_DEFAULTS.items() if key not in MODEL_DEFAULTS
+}
+
+#: The LayerNorm keys: the torch modules build the LayerNorms; the numpy networks have none and
+#: refuse True (`refuse_torch_only_keys`).
+LAYERNORM_KEYS: tuple[str, ...] = ("fcnet_use_layernorm", "head_fcnet_use_layernorm")
 
 #: RLlib's id of the one module.
 DEFAULT_MODULE_ID = "default_policy"
@@ -132,6 +213,7 @@ class DefaultModelConfig:
     fcnet_kernel_initializer_kwargs: dict | None = None
     fcnet_bias_initializer: Any = None
     fcnet_bias_initializer_kwargs: dict | None = None
+    fcnet_use_layernorm: bool = False
     conv_filters: Any = None
     conv_activation: str = "relu"
     conv_kernel_initializer: Any = None
@@ -144,6 +226,7 @@ class DefaultModelConfig:
     head_fcnet_kernel_initializer_kwargs: dict | None = None
     head_fcnet_bias_initializer: Any = None
     head_fcnet_bias_initializer_kwargs: dict | None = None
+    head_fcnet_use_layernorm: bool = False
     free_log_std: bool = False
     log_std_clip_param: float = 20.0
     fusionnet_hiddens: list = field(default_factory=lambda: [256, 256])
@@ -191,11 +274,20 @@ def check_model_config(
             f"{setting}={model_config!r}: must be a dict (or a DefaultModelConfig) "
             f"with keys from {sorted(MODEL_DEFAULTS)}"
         )
-    unknown = sorted(set(model_config) - set(MODEL_DEFAULTS) - set(DEFAULT_ONLY_KEYS))
+    unknown = sorted(
+        set(model_config) - set(MODEL_DEFAULTS) - set(DEFAULT_ONLY_KEYS) - set(OLD_STACK_ONLY_KEYS)
+    )
     if unknown:
         raise ValueError(
             f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
         )
+    for key, default in OLD_STACK_ONLY_KEYS.items():
+        if key in model_config and key not in DEFAULT_ONLY_KEYS and model_config[key] != default:
+            raise ValueError(
+                f"{setting}[{key!r}]={model_config[key]!r}: an old API stack key that no network "
+                f"of the new stack reads; only its MODEL_DEFAULTS value {default!r} is accepted "
+                f"(remove the key, or use the new stack's keys {sorted(MODEL_DEFAULTS)})"
+            )
     for key, default in DEFAULT_ONLY_KEYS.items():
         if key in model_config and model_config[key] != default:
             why = _WHY_DEFAULT_ONLY.get(key) or _WHY_DEFAULT_ONLY[key.split("_")[0]]
@@ -234,7 +326,7 @@ def check_model_config(
                 f"{list(ACTIVATIONS)} or None"
             )
         layer_initializers(merged, prefix, setting)
-    for flag in ("vf_share_layers", "free_log_std"):
+    for flag in ("vf_share_layers", "free_log_std", *LAYERNORM_KEYS):
         if not isinstance(merged[flag], bool):
             raise ValueError(f"{setting}[{flag!r}]={merged[flag]!r}: must be True or False")
     _check_conv_keys(merged, setting)
@@ -299,6 +391,9 @@ def torch_only_request(model_config: dict) -> str | None:
     (whose default framework is torch) does."""
     if model_config.get("use_lstm") is True:
         return "use_lstm=True"
+    for key in LAYERNORM_KEYS:
+        if model_config.get(key) is True:
+            return f"{key}=True"
     for key in TORCH_ONLY_KEYS:
         if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
             return f"{key}={model_config[key]!r}"
@@ -307,7 +402,16 @@ def torch_only_request(model_config: dict) -> str | None:
 
 def refuse_torch_only_keys(model_config: dict, setting: str = "model_config") -> None:
     """Raises ValueError (with `capability` TORCH) for a `conv_*` key other than RLlib's
-    default: the numpy networks cannot convolve, only `framework("torch")`'s modules can."""
+    default, or a LayerNorm key set: the numpy networks cannot convolve nor normalize layers,
+    only `framework("torch")`'s modules can."""
+    for key in LAYERNORM_KEYS:
+        if model_config.get(key) is True:
+            raise UnsupportedValue(
+                f"{setting}[{key!r}]=True: LayerNorm layers are built by the torch modules "
+                "only; use config.framework('torch') (the numpy networks' layers have no "
+                "normalization)",
+                capabilities.TORCH,
+            )
     for key in TORCH_ONLY_KEYS:
         if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
             raise UnsupportedValue(

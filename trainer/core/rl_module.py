@@ -69,9 +69,10 @@ def validate_module_id(module_id: Any, error: bool = False) -> None:
     ):
         if error:
             raise ValueError(
-                f"module id {module_id!r} is not valid: a module (policy) id must be a "
+                f"PolicyID `{module_id}` not valid! A module (policy) id must be a "
                 'non-empty string without any of <>:"/\\|? and must not end with a dot or '
-                "a space (it names a directory in checkpoints)"
+                "a space (it names a directory in checkpoints); module id "
+                f"{module_id!r} is not valid"
             )
 
 

@@ -265,3 +265,39 @@ def _space_from(data: dict) -> gym.Space:
     if kind == "tuple":
         return gym.spaces.Tuple([_space_from(sub) for sub in data["spaces"]])
     raise ValueError(f"space_from_dict: unknown space description {data!r}")
+
+
+class Repeated(gym.Space):
+    """A list of 1 to `max_len` samples of `child_space` (RLlib's
+    `ray.rllib.utils.spaces.repeated.Repeated`)."""
+
+    def __init__(self, child_space: gym.Space, max_len: int) -> None:
+        super().__init__()
+        self.child_space = child_space
+        self.max_len = max_len
+
+    def seed(self, seed: int | None = None) -> list:
+        # Seeds the child space too, so that a seeded space samples the same lists.
+        return [super().seed(seed), self.child_space.seed(seed)]
+
+    def sample(self, mask: Any = None, probability: Any = None) -> list:
+        return [
+            self.child_space.sample() for _ in range(self.np_random.integers(1, self.max_len + 1))
+        ]
+
+    def contains(self, x: Any) -> bool:
+        return (
+            isinstance(x, (list, np.ndarray))
+            and len(x) <= self.max_len
+            and all(self.child_space.contains(c) for c in x)
+        )
+
+    def __repr__(self) -> str:
+        return f"Repeated({self.child_space}, {self.max_len})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Repeated)
+            and other.max_len == self.max_len
+            and other.child_space == self.child_space
+        )

@@ -166,6 +166,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     # Torch modules and distributions (the `torch` extra; imported only when asked for).
     "ray.rllib.core.rl_module.torch": ("trainer.torch_rl.rl_module",),
     "ray.rllib.core.rl_module.torch.torch_rl_module": ("trainer.torch_rl.rl_module",),
+    "ray.rllib.core.rl_module.torch.torch_compile_config": ("trainer.torch_rl.rl_module",),
     "ray.rllib.core.distribution.torch.torch_distribution": ("trainer.torch_rl.distributions",),
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
     "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
@@ -199,6 +200,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     },
     # The old stack's observation preprocessors (RLlib's new-stack tests flatten with them).
     "ray.rllib.models.preprocessors": ("trainer.compat.preprocessors",),
+    # The old stack's model config defaults (a plain dict; new-stack tests pass a copy as a
+    # module's model_config) and its CNN presets (`get_filter_config`, pure arithmetic).
+    "ray.rllib.models.catalog": ("trainer.compat.old_model_defaults",),
+    "ray.rllib.models.utils": ("trainer.core.model_configs",),
     # The old stack's `Policy` module: only its `PolicySpec` serves the new stack's configs.
     "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
     # ...and `SampleBatch`'s column names (new-stack code uses them as batch keys).
@@ -244,12 +249,18 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.replay_buffers": ("trainer.replay_buffers",),
     "ray.rllib.execution.segment_tree": ("trainer.replay_buffers.segment_tree",),
     "ray.rllib.utils.images": ("trainer.util.images",),
-    "ray.rllib.utils.spaces.repeated": ("trainer.examples.envs.classes.simple_rpg",),
+    "ray.rllib.utils.spaces.repeated": ("trainer.core.spaces",),
     "ray.rllib.utils.spaces.simplex": ("trainer.core.spaces",),
     "ray.rllib.utils.schedules": ("trainer.core.schedules",),
     "ray.rllib.utils.schedules.scheduler": ("trainer.core.schedules",),
     "ray.rllib.utils.spaces": ("trainer.core.spaces",),
-    "ray.rllib.utils.spaces.space_utils": ("trainer.core.spaces",),
+    # RLlib's batch() (with individual_items_already_have_batch_dim) before this project's.
+    "ray.rllib.utils.spaces.space_utils": ("trainer.compat.space_utils", "trainer.core.spaces"),
+    "ray.rllib.utils.spaces.flexdict": ("trainer.compat.space_utils",),
+    "ray.rllib.utils.serialization": ("trainer.compat.serialization",),
+    "ray.rllib.utils.filter": ("trainer.compat.filters",),
+    "ray.rllib.utils.actors": ("trainer.compat.task_pool",),
+    "ray.rllib.algorithms.utils": ("trainer.compat.resources",),
     "ray.rllib.utils.test_utils": ("trainer.testing",),
     "ray.rllib.utils.typing": ("trainer.compat.rllib_utils",),
     "ray.rllib.examples.utils": ("trainer.testing",),
@@ -437,13 +448,17 @@ _TUNE_NAMES = (*TUNE_RUNNER_NAMES, "SyncConfig", "PlacementGroupFactory", "Check
 #: Names of mapped modules that have no counterpart (module -> name -> why).
 #: What RLlib's model modules have beyond the MLP configs served (`trainer.core.model_configs`).
 _MODEL_CONFIGS_INSTEAD = (
-    "MLPEncoderConfig and MLPHeadConfig (ray.rllib.core.models.configs) for your own module's "
-    "networks, or " + _MODEL
+    "MLPEncoderConfig, MLPHeadConfig, FreeLogStdMLPHeadConfig, CNNEncoderConfig, "
+    "CNNTransposeHeadConfig and RecurrentEncoderConfig (ray.rllib.core.models.configs) for your "
+    "own module's networks, or " + _MODEL
 )
 
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray.rllib.core.models.base": {"*": Unavailable(TORCH, _MODEL_CONFIGS_INSTEAD)},
     "ray.rllib.core.models.configs": {"*": Unavailable(TORCH, _MODEL_CONFIGS_INSTEAD)},
+    # Of the old stack's model modules only MODEL_DEFAULTS and get_filter_config are served.
+    "ray.rllib.models.catalog": {"*": Unavailable(OLD_API_STACK, _MODEL)},
+    "ray.rllib.models.utils": {"*": Unavailable(OLD_API_STACK, _MODEL_CONFIGS_INSTEAD)},
     # The learners make their batches from the episodes (RLlib's default learner pieces).
     "ray.rllib.connectors.learner": {
         "*": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps")
@@ -507,6 +522,9 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray.rllib.utils.torch_utils": {
         "concat_multi_gpu_td_errors": Unavailable(OLD_API_STACK, "the new stack's learners"),
     },
+    # Ray actors' placement (co-located actors) and RLlib's aggregator actors.
+    "ray.rllib.utils.actors": {"*": Unavailable(RAY_INTERNALS, "TaskPool")},
+    "ray.rllib.algorithms.utils": {"*": Unavailable(RAY_INTERNALS, "_get_main_process_bundle")},
     "ray.rllib.utils.framework": {
         "get_device": Unavailable(TORCH),
         "convert_to_tensor": Unavailable(TORCH),

@@ -76,7 +76,8 @@ _RELU_LIKE = {"relu", "elu", "swish", "silu"}
 
 class TorchMLP(nn.Module):
     """Linear layers, each followed by its activation (`mlp`, an `nn.Sequential`: RLlib's
-    TorchMLP layout). `activations[i]` follows layer i (None or "linear": nothing).
+    TorchMLP layout). `activations[i]` follows layer i (None or "linear": nothing); with
+    `layernorms[i]` a LayerNorm comes between layer i and its activation.
 
     A layer without a configured initializer starts as the numpy modules' layers do
     (orthogonal weights, zero biases; gain sqrt(2) before a ReLU-like activation, 1 before
@@ -90,6 +91,7 @@ class TorchMLP(nn.Module):
         activations: list[str | None],
         inits: list[LayerInit],
         output_gain: float = 1.0,
+        layernorms: list[bool] | None = None,
     ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
@@ -102,6 +104,9 @@ class TorchMLP(nn.Module):
                 gain = math.sqrt(2.0) if activation_name in _RELU_LIKE else 1.0
             inits[i].apply(linear, gain)
             layers.append(linear)
+            if layernorms is not None and layernorms[i]:
+                # RLlib's: between the layer and its activation, TensorFlow's epsilon.
+                layers.append(nn.LayerNorm(dims[i + 1], eps=0.001))
             activation = TORCH_ACTIVATIONS[activation_name]
             if activation is not None:
                 layers.append(activation())
@@ -113,7 +118,8 @@ class TorchMLP(nn.Module):
 
 
 class MLPEncoder(nn.Module):
-    """The `fcnet_*` layers (RLlib's TorchMLPEncoder: the network is `net`)."""
+    """The `fcnet_*` layers (RLlib's TorchMLPEncoder: the network is `net`), each with a
+    LayerNorm with `fcnet_use_layernorm`."""
 
     def __init__(self, input_dim: int, model_config: dict) -> None:
         super().__init__()
@@ -122,6 +128,7 @@ class MLPEncoder(nn.Module):
             [input_dim] + hiddens,
             [model_config["fcnet_activation"]] * len(hiddens),
             [LayerInit(model_config, "fcnet")] * len(hiddens),
+            layernorms=[bool(model_config.get("fcnet_use_layernorm"))] * len(hiddens),
         )
         self.output_dim = hiddens[-1] if hiddens else input_dim
 
@@ -223,6 +230,9 @@ class MLPHead(nn.Module):
             [model_config["head_fcnet_activation"]] * len(hiddens) + [None],
             [LayerInit(model_config, "head_fcnet")] * (len(hiddens) + 1),
             output_gain=output_gain,
+            # RLlib's heads: the hidden layers only.
+            layernorms=[bool(model_config.get("head_fcnet_use_layernorm"))] * len(hiddens)
+            + [False],
         )
         self.free_log_std = free_log_std
         if free_log_std:

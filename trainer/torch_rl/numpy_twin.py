@@ -93,7 +93,7 @@ def plain_adam(learner: Any) -> Any:
 def is_default_mlp_module(learner: Any, forward_class: type) -> bool:
     """Whether the learner trains the default module whose EnvRunner forward is
     `forward_class` (`numpy_forward_class`, read from the module's own class: not a
-    subclass), with an MLP encoder, no forward hooks, over Box or Discrete observations that
+    subclass), with an MLP encoder (no LayerNorm), no forward hooks, over Box or Discrete observations that
     the learner feeds as rows."""
     module = learner.rl_module
     return (
@@ -101,6 +101,9 @@ def is_default_mlp_module(learner: Any, forward_class: type) -> bool:
         and module._encode_obs is not None  # None: a catalog subclass's encoder (DQN)
         and not module._encode_obs.image
         and not has_hooks(module)
+        # A LayerNorm (`fcnet_use_layernorm`, `head_fcnet_use_layernorm`): not an MLP of
+        # Linear layers only, which the numpy twin computes.
+        and not any(isinstance(m, torch.nn.LayerNorm) for m in module.modules())
         and learner.spaces.nested_obs_space is None
         and isinstance(module.observation_space, gym.spaces.Box | gym.spaces.Discrete)
     )

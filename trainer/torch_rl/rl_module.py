@@ -13,7 +13,9 @@ module's `state_dict()` as numpy arrays (what EnvRunners receive and checkpoints
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -58,6 +60,18 @@ def _matches(key: str, attribute: str) -> bool:
     return key == attribute or key.startswith(attribute + ".")
 
 
+@dataclass
+class TorchCompileConfig:
+    """RLlib's `TorchCompileConfig` (`ray.rllib.core.rl_module.torch.torch_compile_config`):
+    how `TorchRLModule.compile` calls `torch.compile` on the forward methods: the dynamo
+    backend (RLlib's default: "aot_eager" on macOS, "cudagraphs" elsewhere), its mode, and
+    further keyword arguments."""
+
+    torch_dynamo_backend: str = "aot_eager" if sys.platform == "darwin" else "cudagraphs"
+    torch_dynamo_mode: str | None = None
+    kwargs: dict = field(default_factory=dict)
+
+
 class TorchRLModule(nn.Module, RLModule):
     """RLlib's TorchRLModule: see the module docstring."""
 
@@ -89,6 +103,18 @@ class TorchRLModule(nn.Module, RLModule):
             delattr(owner, name)
 
     # -- forward passes ------------------------------------------------------------------------
+    def compile(self, compile_config: TorchCompileConfig) -> None:
+        """RLlib's: replaces `_forward_train`, `_forward_inference` and `_forward_exploration`
+        by their `torch.compile`d forms (compiled at their first call), as `compile_config`
+        says. (It overrides `nn.Module.compile`, as RLlib's does.)"""
+        options = {
+            "backend": compile_config.torch_dynamo_backend,
+            "mode": compile_config.torch_dynamo_mode,
+            **compile_config.kwargs,
+        }
+        for name in ("_forward_train", "_forward_inference", "_forward_exploration"):
+            setattr(self, name, torch.compile(getattr(self, name), **options))
+
     def forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """Action computation without exploration, in eval mode (override
         `_forward_inference`)."""

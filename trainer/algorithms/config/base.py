@@ -43,6 +43,7 @@ from trainer.compat.rllib_settings import (
 from trainer.errors import (
     ConfigError,
     FrozenConfigError,
+    UnknownOverrideError,
     UnknownSettingError,
     refuse_placeholder,
 )
@@ -422,10 +423,18 @@ class ConfigBase:
         close = difflib.get_close_matches(name, list(allowed), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         call = method if "(" in method else f"{method}()"
-        raise UnknownSettingError(
-            f"{type(self).__name__}.{call} got an unknown setting {name}={unknown[name]!r}."
-            f"{hint} Allowed: {', '.join(sorted(allowed))}"
-        )
+        config_class = type(self).__name__
+        message = f"{config_class}.{call} got an unknown setting {name}={unknown[name]!r}.{hint}"
+        allowed_text = f" Allowed: {', '.join(sorted(allowed))}"
+        if method == "overrides":  # RLlib's KeyError, in its words
+            raise UnknownOverrideError(
+                f"{message} Invalid property name {name} for config class {config_class}!"
+                f"{allowed_text}"
+            )
+        if method.isidentifier() and method != "from_dict":  # a builder's keyword argument
+            # Python's words for it, as RLlib's builders raise them.
+            message += f" ({call} got an unexpected keyword argument {name!r})"
+        raise UnknownSettingError(message + allowed_text)
 
     def ignored_settings_warnings(self) -> list[str]:
         """Emits one `IgnoredSettingWarning` per RLlib setting this config was given that has

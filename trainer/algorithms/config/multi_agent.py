@@ -43,6 +43,18 @@ if TYPE_CHECKING:
     from trainer.core.rl_module import RLModuleSpec
 
 
+def _check_count_steps_by(v: Any) -> str | None:
+    """The `count_steps_by` check: "env_steps" or "agent_steps"; the problem also in RLlib's
+    words (scripts match them)."""
+    problem = one_of("env_steps", "agent_steps")(v)
+    if problem is None:
+        return None
+    return (
+        f"{problem} (RLlib: config.multi_agent(count_steps_by=..) must be one of "
+        "[env_steps|agent_steps])"
+    )
+
+
 #: The settings of `multi_agent()`, as `name: (default, check, doc[, UsualRange])`: this
 #: section's part of the settings table (`trainer.algorithms.settings`).
 MULTI_AGENT_SETTINGS: dict[str, Setting] = settings_of(
@@ -67,7 +79,7 @@ MULTI_AGENT_SETTINGS: dict[str, Setting] = settings_of(
         ),
         "count_steps_by": (
             "env_steps",
-            one_of("env_steps", "agent_steps"),
+            _check_count_steps_by,
             'what batch sizes and rollout lengths count in a multi-agent env: "env_steps" '
             '(one per env step) or "agent_steps" (one per acting agent)',
         ),

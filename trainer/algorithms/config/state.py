@@ -15,7 +15,7 @@ from trainer.algorithms.config.rllib_names import current_names
 from trainer.checkpoints.config_data import encode
 from trainer.compat.old_api import CLUSTER_ONLY_KEYS
 from trainer.compat.rllib_settings import IgnoredSettingWarning
-from trainer.errors import ConfigError
+from trainer.errors import ConfigError, ConfigKeyAssignmentError
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -258,6 +258,18 @@ class StateSection(ConfigBase):
         ):
             return getattr(self, key)
         raise KeyError(f"{type(self).__name__} has no setting {key!r}")
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        """RLlib's dict-style write, `config[key] = value`: sets the setting as
+        `update_from_dict({key: value})` does (checked; RLlib's older names taken).
+        "multiagent" is refused as RLlib refuses it: its settings are `multi_agent()`'s."""
+        if key == "multiagent":
+            raise ConfigKeyAssignmentError(
+                f"{type(self).__name__}[{key!r}] = {value!r}: Cannot set `multiagent` key in an "
+                "AlgorithmConfig! Set the multi-agent settings with config.multi_agent("
+                "policies=..., policy_mapping_fn=..., policies_to_train=...)"
+            )
+        self.update_from_dict({key: value})
 
     def get(self, key: str, default: Any = None) -> Any:
         try:

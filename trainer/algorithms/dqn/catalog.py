@@ -139,6 +139,10 @@ class DQNCatalog(Catalog):
             action_space=action_space,
         )
 
+    def _determine_components_hook(self) -> None:
+        """Nothing when made: this catalog's components are decided when first built (so a
+        numpy module, which only names the catalog, never imports torch)."""
+
     @classmethod
     def builds(cls, module_class: Any) -> bool:
         """DQN's default module (numpy or torch), or a subclass of the torch one (which builds

@@ -47,6 +47,10 @@ class PPOCatalog(Catalog):
             return issubclass(module_class, sys.modules[_TORCH_MODULE].DefaultPPOTorchRLModule)
         return False
 
+    def _determine_components_hook(self) -> None:
+        """Nothing when made: this catalog's components are decided when first built (so a
+        numpy module, which only names the catalog, never imports torch)."""
+
     # -- the builders (torch) --------------------------------------------------------------
     def _torch_parts(self, method: str, framework: str) -> tuple[Any, dict]:
         """The torch module's builders and the checked model config, for `method`."""

@@ -1,51 +1,19 @@
 """`SimpleRPG`: a dummy env with a deeply structured, variable-length observation (RLlib's example
-env for the `Repeated` space), and `Repeated`, RLlib's variable-length list space."""
+env for the `Repeated` space; `Repeated`, RLlib's variable-length list space, is
+`trainer.core.spaces.Repeated`, re-exported here where RLlib's example imported it)."""
 
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.spaces import Box, Dict, Discrete
+
+from trainer.core.spaces import Repeated
+
+__all__ = ["Repeated", "SimpleRPG"]
 
 MAX_PLAYERS = 4
 MAX_ITEMS = 7
 MAX_EFFECTS = 2
-
-
-class Repeated(gym.Space):
-    """A list of 1 to `max_len` samples of `child_space` (RLlib's
-    `ray.rllib.utils.spaces.repeated.Repeated`)."""
-
-    def __init__(self, child_space: gym.Space, max_len: int):
-        super().__init__()
-        self.child_space = child_space
-        self.max_len = max_len
-
-    def seed(self, seed: int | None = None) -> list:
-        # Seeds the child space too, so that a seeded space samples the same lists.
-        return [super().seed(seed), self.child_space.seed(seed)]
-
-    def sample(self, mask=None, probability=None) -> list:
-        return [
-            self.child_space.sample() for _ in range(self.np_random.integers(1, self.max_len + 1))
-        ]
-
-    def contains(self, x) -> bool:
-        return (
-            isinstance(x, (list, np.ndarray))
-            and len(x) <= self.max_len
-            and all(self.child_space.contains(c) for c in x)
-        )
-
-    def __repr__(self) -> str:
-        return f"Repeated({self.child_space}, {self.max_len})"
-
-    def __eq__(self, other) -> bool:
-        return (
-            isinstance(other, Repeated)
-            and other.max_len == self.max_len
-            and other.child_space == self.child_space
-        )
 
 
 class SimpleRPG(gym.Env):
