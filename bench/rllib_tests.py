@@ -60,6 +60,8 @@ from bench.rllib_examples import PAGE, README, git_commit, ray_version, run_in_g
 MANIFEST = REPO / "bench" / "rllib_tests_manifest.json"
 CACHE = REPO / "bench" / ".cache" / "rllib_tests"
 BASELINE = REPO / "bench" / "rllib_tests_baseline.json"
+#: Each file's latest results through the launcher (merged run by run; `--gaps` reads it).
+LATEST = REPO / "bench" / ".cache" / "rllib_tests_latest.json"
 PLUGINS = REPO / "bench" / "pytest_plugins"
 #: The docs page's section and the README's line this bench writes (between these markers).
 PAGE_MARKERS = ("<!-- rllib unit tests: begin -->", "<!-- rllib unit tests: end -->")
@@ -320,6 +322,43 @@ def print_run(run: FileRun, verbose: bool, baseline: dict, differences: dict[str
             print(f"    {test.result:>10} (RLlib: {rllib}) {key}: {test.detail}{mark}", flush=True)
 
 
+def save_latest(runs: list[FileRun]) -> None:
+    """Merges `runs` into `LATEST` (each file's latest results through the launcher)."""
+    latest = json.loads(LATEST.read_text(encoding="utf-8")) if LATEST.exists() else {}
+    for run in runs:
+        latest[run.path] = {
+            "seconds": round(run.seconds, 1),
+            "problem": run.problem,
+            "tests": {k: {"result": t.result, "detail": t.detail} for k, t in run.tests.items()},
+        }
+    LATEST.parent.mkdir(parents=True, exist_ok=True)
+    LATEST.write_text(json.dumps(latest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def print_gaps() -> int:
+    """Prints the tests the baseline passes that did not pass in their file's latest run here
+    (a deliberate difference marked), then the measure over those files."""
+    if not LATEST.exists():
+        print("no run through the launcher yet")
+        return 1
+    latest = json.loads(LATEST.read_text(encoding="utf-8"))
+    baseline, differences = load_baseline(), unit_test_differences()
+    runs = []
+    for path, saved in sorted(latest.items()):
+        run = FileRun(path, seconds=saved["seconds"], problem=saved["problem"])
+        run.tests = {k: TestResult(v["result"], v["detail"]) for k, v in saved["tests"].items()}
+        runs.append(run)
+        for key, test in sorted(baseline["tests"].items()):
+            if key.partition("::")[0] != path or test["result"] != PASSED:
+                continue
+            here = run.tests.get(key, TestResult(FAILED, run.problem or "not reported"))
+            if here.result != PASSED:
+                mark = " (a deliberate difference)" if key in differences else ""
+                print(f"{here.result:>10}  {key}: {here.detail[:200]}{mark}")
+    print(measure(runs, baseline, differences).line())
+    return 0
+
+
 def write_baseline(runs: list[FileRun], started: str, timeout_s: float, jobs: int) -> None:
     previous = load_baseline()
     tests = dict(previous["tests"])
@@ -493,7 +532,15 @@ def main(argv: list[str] | None = None) -> int:
         "of every file only)",
     )
     parser.add_argument("--verbose", action="store_true", help="each test that did not pass")
+    parser.add_argument(
+        "--gaps",
+        action="store_true",
+        help="run nothing: list the tests RLlib passes in the baseline that did not pass here "
+        "in each file's latest run",
+    )
     args = parser.parse_args(argv)
+    if args.gaps:
+        return print_gaps()
     if args.timeout <= 0:
         parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
     if args.jobs < 1:
@@ -530,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         write_baseline(runs, started, args.timeout, args.jobs)
         print(f"wrote {BASELINE.relative_to(REPO)}")
         return 0
+    save_latest(runs)
     header = [
         f"- run: {started}, commit {commit}",
         f"- on: {machine()} (load average {load:.1f} at the start); Ray wheel "
