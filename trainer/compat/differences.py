@@ -1072,6 +1072,52 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "rebuild for its pending trials unless the param_space is given again",
         BEHAVIOUR,
     ),
+    # -- RLlib 2.60's own unit tests (bench/rllib_tests.py) that RLlib passes and that cannot
+    # pass here unmodified --------------------------------------------------------------------
+    *_same(
+        "refused at the call: TQCConfig raises RLlibNotAvailable (algorithms not implemented here)",
+        "TQC is not implemented here yet (RLlib 2.60 added it; SAC is the nearest algorithm here)",
+        *(
+            f"rllib/algorithms/tqc/tests/test_tqc.py::TestTQC::test_tqc_{case}"
+            for case in ("compilation", "config_validation", "quantile_parameters", "simple_env")
+        ),
+        kind=UNIT_TEST,
+    ),
+    Difference(
+        "rllib/algorithms/dreamerv3/tests/test_dreamerv3.py::TestDreamerV3::"
+        "test_dreamerv3_dreamer_model_sizes",
+        "refused at the call: DreamerV3Config raises RLlibNotAvailable (algorithms not "
+        "implemented here)",
+        "DreamerV3 is not implemented here yet (its world model, actor and critic sizes are "
+        "what the test counts)",
+        UNIT_TEST,
+    ),
+    Difference(
+        "rllib/algorithms/ppo/tests/test_ppo.py::TestPPO::test_ppo_free_log_std",
+        "the default module is a numpy PolicyModule (framework numpy by default); the test "
+        "reads torch's module.named_parameters(), which a torch module here has "
+        "(framework('torch'))",
+        "numpy learners are this project's default framework; RLlib's default is torch",
+        UNIT_TEST,
+    ),
+    Difference(
+        "rllib/algorithms/ppo/tests/test_ppo_learner.py::TestPPO::test_kl_coeff_changes",
+        "the KL coefficient is a Python float: at this test's KL (between half and twice "
+        "kl_target in its first iterations) it is not adapted and reads 0.01, the value set",
+        "RLlib keeps the coefficient as a float32 tensor, so it reports 0.009999999776 where "
+        "0.01 was set and the test's assertNotEqual(curr_kl_coeff, 0.01) holds without any "
+        "adaptation (checked under RLlib 2.60: p0's coefficient was never adapted); keeping it "
+        "float32 here would change every seeded PPO run's weights",
+        UNIT_TEST,
+    ),
+    Difference(
+        "rllib/utils/tests/test_errors.py::TestErrors::test_no_gpus_error",
+        "api_stack(enable_rl_module_and_learner=False) builds the new stack (there is no old "
+        "one here), where num_gpus has no effect: build() does not raise",
+        "the test checks the old API stack's GPU check (IMPALA's old-stack num_gpus=1 default "
+        "on a machine without GPUs); this trainer is RLlib's new stack only",
+        UNIT_TEST,
+    ),
 )
 
 
