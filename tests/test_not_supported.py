@@ -147,10 +147,9 @@ def test_every_unsupported_rllib_setting_is_a_refusal_with_a_capability(config_c
 
 
 def test_calls_the_launcher_refuses_are_refusals_and_not_implemented_errors():
-    from trainer.launcher import ray_api, tune_api
+    from trainer.launcher import tune_api
 
     for call, capability in (
-        (lambda: ray_api.kill(object()), capabilities.RAY_INTERNALS),
         (lambda: tune_api.register_trainable("mine", object), capabilities.TUNE),
     ):
         refused = _refusal(call)

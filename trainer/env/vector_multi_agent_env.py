@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
+
 
 class VectorMultiAgentEnv:
     """Base class of vectorized MultiAgentEnvs: `envs`, `num_envs`, `reset()` / `step()` over
@@ -19,6 +21,17 @@ class VectorMultiAgentEnv:
     closed: bool = False
     envs: list[Any] | None = None
     num_envs: int
+    #: Each agent's observation / action space in one sub-env (the first's), and the same
+    #: as a `gym.spaces.Dict`: what connector factories read (None until a subclass sets
+    #: them).
+    single_observation_spaces: dict[Any, gym.Space] | None = None
+    single_action_spaces: dict[Any, gym.Space] | None = None
+    single_observation_space: gym.spaces.Dict | None = None
+    single_action_space: gym.spaces.Dict | None = None
+    #: RLlib's old-stack names: None on a vector of MultiAgentEnvs (as in RLlib; a factory
+    #: that reads `env.observation_space` gets None).
+    observation_space: gym.Space | None = None
+    action_space: gym.Space | None = None
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None

@@ -12,7 +12,8 @@ named actors.
   `ObjectRef` (the class of the references `.remote()` calls and
   `foreach_env_runner(return_obj_refs=True)` give),
   `available_resources()`/`cluster_resources()` (this machine's CPUs), `exceptions`.
-- `kill(actor)` is refused: named objects live until `shutdown()`.
+- `kill(actor)` ends an actor at once: a named object is dropped (its name is free), a
+  remote EnvRunner's process killed.
 
 EnvRunners on real Ray (`env_runners(backend="ray")`) need the installed Ray:
 `python -m trainer run --ray SCRIPT` keeps it (and maps only `ray.rllib`, `ray.tune`,
@@ -25,11 +26,10 @@ import functools
 import os
 from typing import Any
 
-from trainer.capabilities import RAY_INTERNALS
-from trainer.errors import UnsupportedCall
 from trainer.launcher import ray_exceptions as exceptions
 from trainer.named_objects import client as _named
 from trainer.named_objects.object_ref import ObjectRef as _ObjectRef
+from trainer.runners.handle import RunnerHandle
 
 __all__ = [
     "ObjectRef",
@@ -171,12 +171,22 @@ def get_actor(name: str, namespace: str | None = None) -> Any:
 
 
 def kill(actor: Any, *, no_restart: bool = True) -> None:
-    """Refused: a named object lives until `ray.shutdown()` (there is no per-object kill)."""
-    raise UnsupportedCall(
-        "ray.kill(actor) is not available under localrl's launcher: "
-        "named objects live until ray.shutdown(); for EnvRunners on "
-        "real Ray run the script with `python -m trainer run --ray`",
-        RAY_INTERNALS,
+    """Ray's `ray.kill(actor)`: ends the actor at once. An actor of `ray.remote(Class)` (a
+    named object) is dropped where it lives: none of its methods runs (no `stop()`), later
+    calls on its handle fail and its name is free; a remote EnvRunner's handle (from an
+    EnvRunnerGroup) has its process killed (the group's health checks then see it gone and
+    restart it as `restart_failed_env_runners` says). Actors here are never restarted by the
+    runtime (`max_restarts` has no effect), so `no_restart` changes nothing, as in Ray for an
+    actor without restarts. Killing an actor already gone does nothing. Anything else raises
+    Ray's ValueError."""
+    if isinstance(actor, _named.NamedObject):
+        _named.kill_named_object(actor.name)
+        return
+    if isinstance(actor, RunnerHandle):
+        actor.kill()
+        return
+    raise ValueError(
+        f"ray.kill() only supported for actors. For tasks, try ray.cancel(). Got: {type(actor)}."
     )
 
 

@@ -658,6 +658,18 @@ def get_named_object(name: str) -> NamedObject:
     return NamedObject(name)
 
 
+def kill_named_object(name: str) -> None:
+    """Ends the named object `name` at once (Ray's `ray.kill(actor)`): it is dropped where it
+    lives (a Ray actor is killed), later calls on it fail and its name is free. Killing one
+    that is already gone does nothing, as in Ray."""
+    connection = _get_connection()
+    if isinstance(connection, on_ray.RayConnection):
+        connection.kill(name)
+        return
+    connection.request("kill", name)
+    connection.known_names.discard(name)
+
+
 def shutdown_named_objects() -> None:
     """Stops the server, or ends the Ray named actors this process created (their objects are
     gone). A later `create_named_object` starts anew, on Ray if this process is connected to it

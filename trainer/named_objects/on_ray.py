@@ -255,6 +255,16 @@ class RayConnection:
             except NamedObjectError as error:
                 ref._set("error", str(error))
 
+    def kill(self, name: str) -> None:
+        """Kills the named actor `name` (`ray.kill`), if there is one."""
+        handle = self._lookup(name)
+        self._handles.pop(name, None)
+        self.known_names.discard(name)
+        if handle is None:
+            return
+        self._ray().kill(handle, no_restart=True)
+        self.created = [created for created in self.created if created is not handle]
+
     def kill_created(self) -> None:
         """Ends the actors this process created (their objects are gone)."""
         import ray

@@ -14,6 +14,8 @@ exactly one reply, ("ok", value) or ("error", message with the traceback):
                                                    (payload: cloudpickled (factory, args, kwargs))
     ("call", name, method, args, kwargs)           getattr(object, method)(*args, **kwargs)
     ("names",)                                     the names, sorted
+    ("kill", name)                                 True if an object was dropped (`ray.kill`:
+                                                   its name is free; calls on it fail)
     ("ping",)                                      this process's pid (a health check)
     ("batch", [("call", ...), ...])                [(status, value) per call], run in order
 
@@ -43,6 +45,8 @@ class Registry:
     def __init__(self) -> None:
         self._objects: dict[str, tuple[object, threading.Lock]] = {}
         self._lock = threading.Lock()
+        #: Names whose objects `kill` dropped (and not created again): a call names the kill.
+        self._killed: set[str] = set()
 
     def create(self, name: str, payload: bytes, get_if_exists: bool) -> bool:
         import cloudpickle
@@ -52,12 +56,27 @@ class Registry:
                 return False
             factory, args, kwargs = cloudpickle.loads(payload)
             self._objects[name] = (factory(*args, **kwargs), threading.Lock())
+            self._killed.discard(name)
             return True
+
+    def kill(self, name: str) -> bool:
+        """Drops the object `name` at once, as Ray's `ray.kill` ends an actor: nothing of it
+        runs (no `stop()`; a call under way finishes, later ones fail) and its name is free.
+        Returns whether there was one (killing a killed object does nothing, as in Ray)."""
+        with self._lock:
+            dropped = self._objects.pop(name, None)
+            if dropped is not None:
+                self._killed.add(name)
+        return dropped is not None
 
     def call(self, name: str, method: str, args: tuple, kwargs: dict) -> Any:
         try:
             obj, lock = self._objects[name]
         except KeyError:
+            if name in self._killed:
+                raise LookupError(
+                    f"the named object {name!r} was killed (ray.kill): it takes no calls"
+                ) from None
             raise LookupError(f"no named object {name!r}; existing: {self.names()}") from None
         with lock:
             return getattr(obj, method)(*args, **kwargs)
@@ -76,6 +95,7 @@ def _answer(registry: Registry, kind: str, args: list) -> tuple[str, object]:
             "create": registry.create,
             "call": registry.call,
             "names": registry.names,
+            "kill": registry.kill,
             "ping": os.getpid,
         }
         handler = handlers[kind]

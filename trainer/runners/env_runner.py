@@ -367,6 +367,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
+        #: The `explore` of the `sample()` call under way (the config's between calls): the
+        #: env-to-module pieces get it, as RLlib passes each call's own flag to them.
+        self._call_explore: bool | None = None
         #: The config's module-to-env pieces, if any: run on each step's module outputs
         #: before the actions are drawn (`_module_to_env_actions`).
         self._module_to_env: ConnectorPipelineV2 | None = None
@@ -666,11 +669,17 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             rl_module=self.module,
             batch={},
             episodes=episodes,
-            explore=self.config.explore,
+            explore=self.pipeline_explore,
             shared_data={},
             metrics=self.metrics,
         )
         self._keep_module_inputs(episodes, env_indices)
+
+    @property
+    def pipeline_explore(self) -> bool:
+        """The `explore` flag the env-to-module pieces get: the running `sample()` call's
+        (a reset before any call, e.g. a restored runner's, gets the config's)."""
+        return bool(self.config.explore if self._call_explore is None else self._call_explore)
 
     def _keep_module_inputs(
         self, episodes: list[SingleAgentEpisode], env_indices: list[int]
@@ -1211,6 +1220,30 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         """
         check_sample_request(self, num_timesteps, num_episodes)
         explore = self.config.explore if explore is None else explore
+        self._call_explore = explore
+        try:
+            samples = self._sample_by_request(
+                num_timesteps, num_episodes, explore, random_actions, force_reset
+            )
+        finally:
+            self._call_explore = None
+        if self._callbacks.has("on_sample_end"):
+            self._callbacks.fire(
+                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
+            )
+        for episode in samples:
+            episode.drop_temporary_timestep_data()
+        return samples
+
+    def _sample_by_request(
+        self,
+        num_timesteps: int | None,
+        num_episodes: int | None,
+        explore: bool,
+        random_actions: bool,
+        force_reset: bool,
+    ) -> list[SingleAgentEpisode]:
+        """`sample()`'s episodes, before its `on_sample_end` (see `sample`)."""
         if num_episodes is not None:
             samples = self._sample_episodes(num_episodes, explore, random_actions)
         elif num_timesteps is not None:
@@ -1225,12 +1258,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
                 samples = self._sample_timesteps(
                     num_timesteps, explore, random_actions, force_reset
                 )
-        if self._callbacks.has("on_sample_end"):
-            self._callbacks.fire(
-                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
-            )
-        for episode in samples:
-            episode.drop_temporary_timestep_data()
         return samples
 
     def _sample_timesteps(

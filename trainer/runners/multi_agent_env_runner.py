@@ -45,6 +45,7 @@ from typing import Any, NamedTuple, NoReturn, cast
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import (
     ConnectorPipelineV2,
@@ -97,7 +98,7 @@ from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs
 from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
-    multi_agent_observation_pieces,
+    multi_agent_env_to_module_pieces,
 )
 from trainer.runners.multi_agent_runner_state import (
     capture_multi_agent_env_state,
@@ -353,6 +354,16 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.spaces = spaces
         #: The config's module-to-env pieces (`_build_module_to_env`), or None.
         self._module_to_env: ConnectorPipelineV2 | None = None
+        #: The per-agent observation pieces of the env-to-module connector (run inside each
+        #: sub-env, see `ObservationPiecesEnv`) ...
+        self._observation_pieces: list[Any] = []
+        #: ... and its other pieces (a user's own ConnectorV2s) as one pipeline, run over the
+        #: episodes after each reset and step (`_run_episode_pieces`), or None.
+        self._episode_pieces: ConnectorPipelineV2 | None = None
+        #: The `shared_data` the episode pieces get, kept across calls (as RLlib's runner).
+        self._shared_data: dict[str, Any] = {}
+        #: The `explore` of the `sample()` call under way (None between calls: the config's).
+        self._call_explore: bool | None = None
         if create_env:
             self.make_env()
         else:
@@ -360,9 +371,14 @@ class MultiAgentEnvRunner(RunnerSetup):
             # state the runners' connector states merge into; RLlib's factories read no env
             # for them (one that does leaves this runner without pieces).
             try:
-                self._observation_pieces = multi_agent_observation_pieces(self.config, None)
+                observation_pieces, episode_pieces = multi_agent_env_to_module_pieces(
+                    self.config, None
+                )
             except (AttributeError, TypeError):
-                self._observation_pieces = []
+                observation_pieces, episode_pieces = [], []
+            self._observation_pieces = list(observation_pieces)
+            if episode_pieces:
+                self._episode_pieces = ConnectorPipelineV2(connectors=episode_pieces)
         self.module = self._build_module()
         self._build_module_to_env()
         self._actors = {
@@ -423,7 +439,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         # The env-to-module pieces (per-agent observation pieces) rewrite the observations as
         # they leave each sub-env (see multi_agent_observations); the guard, if any, is
         # outermost (a failure inside either is caught).
-        self._observation_pieces = multi_agent_observation_pieces(self.config, envs[0])
+        observation_pieces, episode_pieces = multi_agent_env_to_module_pieces(self.config, envs[0])
+        self._observation_pieces = list(observation_pieces)
         envs = [self._wrap(env) for env in envs]
         self.env = _SubEnvs(envs)
         first = cast(MultiAgentEnv, envs[0].unwrapped)
@@ -432,6 +449,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             {aid: first.get_observation_space(aid) for aid in agents},
             {aid: first.get_action_space(aid) for aid in agents},
         )
+        self._episode_pieces = self._build_episode_pieces(episode_pieces)
         self._needs_reset = True
         if self._callbacks.has("on_environment_created"):
             self._callbacks.fire(
@@ -441,6 +459,71 @@ class MultiAgentEnvRunner(RunnerSetup):
                 env=self.env,
                 env_context=self.sub_env_context(0),
             )
+
+    def _build_episode_pieces(self, pieces: list[Any]) -> ConnectorPipelineV2 | None:
+        """The user's own env-to-module pieces as one pipeline, its input spaces the agents'
+        spaces (after the observation pieces) as Dicts; None without such pieces. A pipeline
+        whose output observation space differs is refused: the modules are built for the
+        agents' spaces, and the runner reads each acting agent's observation back from its
+        episode after the pieces ran (so a piece may rewrite it within its space)."""
+        if not pieces:
+            return None
+        assert self.env_spaces is not None, "the env spaces are known first"
+        obs_space = gym.spaces.Dict(self.env_spaces[0])
+        pipeline = build_pipeline(pieces, obs_space, gym.spaces.Dict(self.env_spaces[1]))
+        if pipeline.observation_space not in (None, obs_space):
+            raise ConfigError(
+                f"env_runners(env_to_module_connector=...): the pieces {pieces!r} turn the "
+                f"agents' observation space {obs_space} into {pipeline.observation_space}; in "
+                "a multi-agent run a user's own env-to-module pieces keep the observation "
+                "spaces (per-agent rewrites that change them: FlattenObservations("
+                "multi_agent=True) or a MultiAgentObservationPreprocessor)",
+                MULTI_AGENT,
+            )
+        return pipeline
+
+    def _run_episode_pieces(
+        self, episodes: list[MultiAgentEpisode], indices: Iterable[int] = ()
+    ) -> None:
+        """Runs the user's own env-to-module pieces over `episodes` (as RLlib's runner does
+        after each reset and step: the running episodes; and once more, without metrics, the
+        episodes that just ended), then reads each acting agent's observation of sub-envs
+        `indices` (whose episodes are among `episodes`) back from its episode."""
+        pipeline = self._episode_pieces
+        if pipeline is None or not episodes:
+            return
+        pipeline(
+            rl_module=self.module,
+            batch={},
+            episodes=episodes,
+            explore=bool(self.config.explore if self._call_explore is None else self._call_explore),
+            shared_data=self._shared_data,
+            metrics=None if all(episode.is_done for episode in episodes) else self.metrics,
+        )
+        for index in indices:
+            episode = self._episodes[index]
+            if episode is None:
+                continue
+            agent_episodes = episode.agent_episodes
+            self._last_obs[index] = {
+                agent_id: (
+                    agent_episodes[agent_id].get_observations(-1)
+                    if agent_id in agent_episodes and len(agent_episodes[agent_id].observations)
+                    else obs
+                )
+                for agent_id, obs in self._last_obs[index].items()
+            }
+
+    def _run_pieces_over_running_episodes(self) -> None:
+        """`_run_episode_pieces` over every sub-env's episode under way (not done)."""
+        running = [
+            (index, episode)
+            for index, episode in enumerate(self._episodes)
+            if episode is not None and not episode.is_done
+        ]
+        self._run_episode_pieces(
+            [episode for _, episode in running], [index for index, _ in running]
+        )
 
     def _wrap(self, env: Any) -> Any:
         """A made sub-env as the runner steps it: under its observation pieces (if any),
@@ -654,8 +737,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         callbacks = self._callbacks
         if any(actor.stateful for actor in self._actors.values()):
             return False  # a recurrent module reads its agents' episodes at every step
-        if self._module_to_env is not None:
-            return False  # its pieces read the episodes at every step
+        if self._module_to_env is not None or self._episode_pieces is not None:
+            return False  # their pieces read the episodes at every step
         return not (callbacks.has("on_episode_start") or callbacks.has("on_episode_step"))
 
     def _fill(self, index: int) -> None:
@@ -720,6 +803,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         if self._restart_sub_envs:
             self._recover_sub_envs()
         self._needs_reset = False
+        if self._episode_pieces is not None:
+            self._run_pieces_over_running_episodes()
 
     # -- sampling ----------------------------------------------------------------------------
     def sample(
@@ -737,6 +822,28 @@ class MultiAgentEnvRunner(RunnerSetup):
         (`batch_mode="complete_episodes"`: whole episodes)."""
         check_sample_request(self, num_timesteps, num_episodes)
         explore = self.config.explore if explore is None else explore
+        self._call_explore = explore
+        try:
+            samples = self._sample_by_request(
+                num_timesteps, num_episodes, explore, random_actions, force_reset
+            )
+        finally:
+            self._call_explore = None
+        if self._callbacks.has("on_sample_end"):
+            self._callbacks.fire(
+                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
+            )
+        return samples
+
+    def _sample_by_request(
+        self,
+        num_timesteps: int | None,
+        num_episodes: int | None,
+        explore: bool,
+        random_actions: bool,
+        force_reset: bool,
+    ) -> MultiAgentEpisodeList:
+        """`sample()`'s episodes, before its `on_sample_end` (see `sample`)."""
         if num_episodes is not None:
             samples = self._sample_episodes(num_episodes, explore, random_actions)
         else:
@@ -752,12 +859,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                     num_timesteps, explore, random_actions, force_reset
                 )
         # (A list that pickles by column when it goes back to the main process.)
-        samples = MultiAgentEpisodeList(samples)
-        if self._callbacks.has("on_sample_end"):
-            self._callbacks.fire(
-                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
-            )
-        return samples
+        return MultiAgentEpisodeList(samples)
 
     def _step_until(
         self, timesteps: int, explore: bool, random_actions: bool, done: list[MultiAgentEpisode]
@@ -919,6 +1021,10 @@ class MultiAgentEnvRunner(RunnerSetup):
         env_steps = agent_steps = 0
         fire_step = self._callbacks.has("on_episode_step")
         by_column = self._columns
+        pieces = self._episode_pieces
+        #: With episode pieces: the episodes that ended in this step, shipped after the
+        #: pieces' last run over them.
+        ended_here: list[MultiAgentEpisode] = []
         for index in indices:
             episode = self._episodes[index]
             assert episode is not None
@@ -981,12 +1087,19 @@ class MultiAgentEnvRunner(RunnerSetup):
             if ended:
                 self._fill(index)
                 self._finish_episode(index)
-                done.append(_shippable(episode))
+                if pieces is None:
+                    done.append(_shippable(episode))
+                else:
+                    ended_here.append(episode)
                 if draining is not None:
                     draining.discard(index)
                 else:
                     self._new_episode(index)
                     self._start_episode(index)
+        if pieces is not None:
+            self._run_episode_pieces(ended_here)
+            done.extend(_shippable(episode) for episode in ended_here)
+            self._run_pieces_over_running_episodes()
         self.global_timestep += env_steps
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
@@ -1461,12 +1574,17 @@ class MultiAgentEnvRunner(RunnerSetup):
         """After a sample was interrupted mid-step: the next sample starts new episodes."""
         self._needs_reset = True
 
-    # -- connectors: the per-agent observation pieces' state (a MeanStdFilter's) -------------
+    # -- connectors: the env-to-module pieces' state (a MeanStdFilter's) ---------------------
     @property
     def env_to_module(self) -> ConnectorPipelineV2 | None:
-        """The observation pieces as one pipeline when one of them keeps a state (a
-        `MeanStdFilter(multi_agent=True)`'s statistics, merged across runners), else None."""
-        pieces = getattr(self, "_observation_pieces", [])
+        """The env-to-module pieces (the observation pieces, then a user's own) as one
+        pipeline when one of them keeps a state (a `MeanStdFilter(multi_agent=True)`'s
+        statistics, merged across runners), else None."""
+        episode_pieces = getattr(self, "_episode_pieces", None)
+        pieces = [
+            *getattr(self, "_observation_pieces", []),
+            *([] if episode_pieces is None else episode_pieces.connectors),
+        ]
         if not any(piece.is_stateful for piece in pieces):
             return None
         # Made from the current pieces each time (no input spaces: nothing is computed), so
@@ -1541,6 +1659,16 @@ class _SubEnvs(VectorMultiAgentEnv):
         self.envs = envs
         self.num_envs = len(envs)
         self.created_s = time.time()
+        first = envs[0].unwrapped
+        agents = list(first.possible_agents or first.agents)
+        self.single_observation_spaces = {
+            agent_id: first.get_observation_space(agent_id) for agent_id in agents
+        }
+        self.single_action_spaces = {
+            agent_id: first.get_action_space(agent_id) for agent_id in agents
+        }
+        self.single_observation_space = gym.spaces.Dict(self.single_observation_spaces)
+        self.single_action_space = gym.spaces.Dict(self.single_action_spaces)
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None

@@ -10,8 +10,9 @@ episodes then hold the rewritten observations and each module is built for the r
 spaces of its agents. Here the runner wraps each sub-env in `ObservationPiecesEnv`, which
 rewrites the observations of `reset` and `step` and reports the rewritten spaces: the episodes,
 the modules' spaces and the learners see what they see in RLlib. Only pieces that rewrite one
-agent's observation from that observation alone run this way; any other piece is refused by
-name when the runner is built. A preprocessor's `preprocess()` gets `episode=None`: the
+agent's observation from that observation alone run this way; a user's own ConnectorV2 piece
+runs after them over the runner's episodes (`multi_agent_env_to_module_pieces`), and the
+single-agent forms of this project's pieces are refused by name when the runner is built. A preprocessor's `preprocess()` gets `episode=None`: the
 episode records its output. `PrevActionsPrevRewards` reads each agent's own last actions and
 rewards from the wrapper's `AgentHistory`, which follows the actions the env is given and the
 rewards it returns; `FrameStackingEnvToModule` each agent's stack, which the wrapper keeps
@@ -32,6 +33,7 @@ from trainer.connectors.env_to_module import (
     MeanStdFilter,
     MultiAgentObservationPreprocessor,
     PrevActionsPrevRewards,
+    SingleAgentObservationPreprocessor,
 )
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import ConfigError
@@ -49,15 +51,36 @@ _PER_AGENT = (FlattenObservations, MeanStdFilter, PrevActionsPrevRewards, FrameS
 
 
 def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPiece]:
-    """The pieces of the config's `env_to_module_connector` for a MultiAgentEnv (`env`, one
-    sub-env), checked: each must be a `FlattenObservations(multi_agent=True)`. Empty when the
-    config has no env-to-module connector."""
+    """The per-agent observation pieces of the config's `env_to_module_connector` for a
+    MultiAgentEnv (`env`, one sub-env), checked (see `multi_agent_env_to_module_pieces`).
+    Empty when the config has no env-to-module connector."""
+    return multi_agent_env_to_module_pieces(config, env)[0]
+
+
+def multi_agent_env_to_module_pieces(
+    config: Any, env: Any
+) -> tuple[list[ObservationPiece], list[ConnectorV2]]:
+    """The config's `env_to_module_connector` for a MultiAgentEnv (`env`, one sub-env), split
+    into (per-agent observation pieces, episode pieces):
+
+    - the per-agent observation pieces (`FlattenObservations(multi_agent=True)`, ...,
+      `MultiAgentObservationPreprocessor`) rewrite the observations as they leave each
+      sub-env (`ObservationPiecesEnv`);
+    - any other piece (a user's own ConnectorV2) runs as RLlib runs it: over the runner's
+      `MultiAgentEpisode`s after each reset and env step (and once more over the episodes
+      that just ended), after the observation pieces.
+
+    Raises ConfigError for this project's single-agent forms of those pieces (their
+    `multi_agent=False` forms, `SingleAgentObservationPreprocessor`), and for an observation
+    piece after an episode piece (the episode pieces see the observations after every
+    observation piece)."""
     factory = config.env_to_module_factory()
     if factory is None:
-        return []
+        return [], []
     made = call_factory(factory, env, None)
     pieces = made_pieces(made)
     checked: list[ObservationPiece] = []
+    episode_pieces: list[ConnectorV2] = []
     for piece in pieces:
         if not isinstance(piece, ConnectorV2):
             raise TypeError(
@@ -67,18 +90,31 @@ def multi_agent_observation_pieces(config: Any, env: Any) -> list[ObservationPie
         if isinstance(piece, MultiAgentObservationPreprocessor) or (
             isinstance(piece, _PER_AGENT) and piece.multi_agent
         ):
+            if episode_pieces:
+                raise ConfigError(
+                    f"env_runners(env_to_module_connector=...) made {piece!r} after "
+                    f"{episode_pieces[0]!r}: in a multi-agent run the observation pieces "
+                    "(FlattenObservations(multi_agent=True), MeanStdFilter(multi_agent=True), "
+                    "PrevActionsPrevRewards(multi_agent=True), FrameStackingEnvToModule("
+                    "multi_agent=True), MultiAgentObservationPreprocessor) come before a "
+                    "user's own ConnectorV2 pieces; put them first in the list",
+                    MULTI_AGENT,
+                )
             checked.append(piece)
+            continue
+        if not isinstance(piece, (*_PER_AGENT, SingleAgentObservationPreprocessor)):
+            episode_pieces.append(piece)
             continue
         raise ConfigError(
             f"env_runners(env_to_module_connector=...) made {piece!r} for a multi-agent "
             "run: multi-agent runs take FlattenObservations(multi_agent=True, "
             "agent_ids=...), MeanStdFilter(multi_agent=True), "
             "PrevActionsPrevRewards(multi_agent=True), FrameStackingEnvToModule(multi_agent="
-            "True) and MultiAgentObservationPreprocessor pieces; other env-to-module pieces run "
-            "with single-agent envs",
+            "True), MultiAgentObservationPreprocessor pieces and a user's own ConnectorV2 "
+            "pieces; the single-agent forms run with single-agent envs",
             MULTI_AGENT,
         )
-    return checked
+    return checked, episode_pieces
 
 
 class AgentHistory:

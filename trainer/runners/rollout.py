@@ -691,7 +691,7 @@ class ColumnRecorder:
             )
         call_kwargs = {
             "rl_module": runner.module,
-            "explore": runner.config.explore,
+            "explore": runner.pipeline_explore,
             "shared_data": {},
             "metrics": runner.metrics,
         }
