@@ -10,11 +10,14 @@ is a placeholder (`placeholder`) that raises `RLlibNotAvailable` (a `NotSupporte
 RLlib name, the capability it needs and what to use instead) when it is used: called, made, or
 an attribute read. A script that imports what it never uses runs; one that uses it stops there,
 at the call. A name RLlib 2.60 does not have either fails as Python fails (`ImportError: cannot
-import name ...`), and so does a module RLlib 2.60 does not have. Of Ray outside RLlib, the
-modules the table marks unavailable (`ray.util`, `ray.serve`, Tune's experiment runner without
-Ray Tune, ...) import, their names placeholders. Classes and functions are this project's own
-objects (`ray.rllib.algorithms.ppo.PPOConfig is trainer.PPOConfig`), so they pickle by their
-real module paths and EnvRunner processes need no hook to load them.
+import name ...`), and so does a module RLlib 2.60 does not have. One of RLlib's example
+scripts (`ray.rllib.examples.*`, a file of the wheel that is no module of RLlib's record and has
+no counterpart in `trainer.examples`) imports from the installed wheel's own file, run under this
+finder (tests import classes from such scripts); without the wheel it is a module RLlib lacks.
+Of Ray outside RLlib, the modules the table marks unavailable (`ray.util`, `ray.serve`, Tune's
+experiment runner without Ray Tune, ...) import, their names placeholders. Classes and functions
+are this project's own objects (`ray.rllib.algorithms.ppo.PPOConfig is trainer.PPOConfig`), so
+they pickle by their real module paths and EnvRunner processes need no hook to load them.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class Plan:
       public name Ray has (any, where Ray is not installed to tell) refuses at use;
     - "namespace": a package that only holds mapped submodules;
     - "removed": a module RLlib itself removed (RLlib fails at its import too);
+    - "wheel": one of RLlib's example scripts (`ray.rllib.examples.*`, no module of RLlib's
+      record, none of `trainer.examples`) run as a module from the installed wheel's source
+      file (`detail`): `__name__` is the dotted name (its `if __name__ == "__main__":` part
+      does not run) and its `ray.*` imports are served by this finder;
     - "unknown": RLlib 2.60 has no such module (`detail` says more).
     """
 
@@ -232,6 +239,9 @@ def plan_for(fullname: str) -> Plan:
         if _is_parent_of_table_entry(fullname) or rllib_names().holds_modules(fullname):
             return Plan("namespace", why=why)
         if generic_target is not None:
+            source = _wheel_example_source(fullname)
+            if source is not None:
+                return Plan("wheel", detail=source)
             detail = (
                 f"{generic_target} does not exist (RLlib's example modules map to "
                 "trainer.examples by the same path), and RLlib 2.60's is a script, not a module"
@@ -273,8 +283,9 @@ def _is_module_path(fullname: str) -> bool:
     ):
         return True
     generic = _longest_prefix(fullname, table.GENERIC_PREFIXES)
-    return generic is not None and _module_exists(
-        table.GENERIC_PREFIXES[generic] + fullname[len(generic) :]
+    return generic is not None and (
+        _module_exists(table.GENERIC_PREFIXES[generic] + fullname[len(generic) :])
+        or _wheel_example_source(fullname) is not None
     )
 
 
@@ -298,6 +309,15 @@ def _ray_source_file(fullname: str) -> str | None:
         if os.path.isfile(path):
             return path
     return None
+
+
+def _wheel_example_source(fullname: str) -> str | None:
+    """The installed wheel's source file of one of RLlib's example scripts (a module under
+    `ray.rllib.examples` that RLlib's record of its modules does not hold: RLlib ships it as a
+    script, yet tests import names from it); None without the wheel or such a file."""
+    if not fullname.startswith("ray.rllib.examples.") or rllib_names().has_module(fullname):
+        return None
+    return _ray_source_file(fullname)
 
 
 def _ray_source_has(fullname: str) -> bool:
@@ -694,9 +714,17 @@ class RLlibFinder(importlib.abc.MetaPathFinder):
             )
         if not self.serves(fullname):
             return None
-        return importlib.util.spec_from_loader(
-            fullname, _StandInLoader(plan_for(fullname)), is_package=True
-        )
+        plan = plan_for(fullname)
+        if plan.kind == "wheel":
+            is_package = os.path.basename(plan.detail) == "__init__.py"
+            return importlib.util.spec_from_file_location(
+                fullname,
+                plan.detail,
+                loader=importlib.machinery.SourceFileLoader(fullname, plan.detail),
+                # A package's submodules come from this finder too (it is first on the path).
+                submodule_search_locations=[os.path.dirname(plan.detail)] if is_package else None,
+            )
+        return importlib.util.spec_from_loader(fullname, _StandInLoader(plan), is_package=True)
 
 
 #: Modules of the installed Ray that `install()` took out of `sys.modules` (put back by

@@ -244,6 +244,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.framework": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.metrics": ("trainer.metrics",),
     "ray.rllib.utils.metrics.metrics_logger": ("trainer.metrics.metrics_logger",),
+    "ray.rllib.utils.metrics.legacy_stats": ("trainer.metrics.legacy_stats",),
     "ray.rllib.utils.metrics.stats": ("trainer.metrics.stats",),
     "ray.rllib.utils.numpy": ("trainer.compat.rllib_numpy",),
     "ray.rllib.utils.replay_buffers": ("trainer.replay_buffers",),
@@ -484,8 +485,8 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
     },
-    # MultiAgentBatch, concat_samples, ...: the old stack's batches (SampleBatch's column
-    # names are served; making one fails).
+    # concat_samples, ...: the old stack's batch operations (SampleBatch and MultiAgentBatch
+    # are served as containers of columns; their old-stack methods refuse when called).
     "ray.rllib.policy.sample_batch": {
         "*": Unavailable(OLD_API_STACK, "episodes, and dicts keyed by Columns' names"),
     },

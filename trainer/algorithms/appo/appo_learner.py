@@ -28,7 +28,9 @@ import numpy as np
 
 from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
 from trainer.core.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
-from trainer.core.models import SpaceInfo
+from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.core.obs_tree import tree_rows
+from trainer.core.torch_inputs import from_torch
 from trainer.util.state_checks import (
     StateError,
     require_float_array,
@@ -140,6 +142,88 @@ class APPOTargetState:
         self.num_env_steps_trained = int(state["num_env_steps_trained"])
 
 
+def _numpy_tree(value: Any) -> Any:
+    """A column (nested dicts and tuples of arrays or torch tensors) as numpy."""
+    if isinstance(value, dict):
+        return {key: _numpy_tree(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_numpy_tree(item) for item in value)
+    return np.asarray(from_torch(value)[0])
+
+
+def trajectory_batch_from_columns(
+    columns: Any, fragment_length: int, preprocess: Any, discrete_actions: bool = False
+) -> TrajectoryBatch:
+    """The `TrajectoryBatch` of RLlib's column batch of APPO/IMPALA (what
+    `Learner.update(batch=...)` takes): rows in segments of `fragment_length` (RLlib's
+    `rollout_fragment_length`, the time axis its loss makes of the rows), `obs`, `actions`,
+    `rewards`, `terminateds`, `action_logp` and, optionally, `loss_mask` (False on the rows
+    that only carry an observation to bootstrap from, RLlib's "+1 timestep"; default: all
+    steps). Torch tensors are taken as numpy; `discrete_actions`: the actions are indices.
+
+    As in RLlib's loss, a step's next value is the next row's (at a segment's end the next
+    segment's first row; after the last row the first row's, a value RLlib's loss takes
+    arbitrarily there), zero after termination; the V-trace recursion runs within a segment
+    and stops at termination and before a bootstrap row."""
+    for column in ("obs", "actions", "rewards", "terminateds", "action_logp"):
+        if column not in columns:
+            raise ValueError(
+                f"APPO's update(batch=...): the batch has no {column!r} column (columns: "
+                f"{sorted(map(str, columns))}); it needs obs, actions, rewards, terminateds, "
+                "action_logp and, optionally, loss_mask"
+            )
+    rewards = np.asarray(_numpy_tree(columns["rewards"]), dtype=np.float64).reshape(-1)
+    rows = len(rewards)
+    if rows == 0 or rows % fragment_length:
+        raise ValueError(
+            f"APPO's update(batch=...): {rows} rows do not split into segments of "
+            f"rollout_fragment_length={fragment_length} (RLlib's time axis of the loss)"
+        )
+    mask = columns.get("loss_mask")
+    is_step = (
+        np.ones(rows, dtype=bool)
+        if mask is None
+        else np.asarray(_numpy_tree(mask)).reshape(-1).astype(bool)
+    )
+    terminated = np.asarray(_numpy_tree(columns["terminateds"])).reshape(-1).astype(bool)
+    index = np.arange(rows)
+    next_is_step = np.append(is_step[1:], False)
+    segment_end = (index + 1) % fragment_length == 0
+    chunk_end = (terminated | segment_end | ~next_is_step)[is_step]
+    obs_rows = index
+    if is_step[-1]:  # the last step's next observation: the first row's (see above)
+        obs_rows = np.append(index, 0)
+        is_step = np.append(is_step, False)
+    actions = np.asarray(_numpy_tree(columns["actions"]))[is_step[:rows]]
+    if discrete_actions:  # RLlib's tests give Discrete actions as floats too
+        actions = actions.astype(np.int64)
+    return TrajectoryBatch(
+        obs=preprocess(tree_rows(_numpy_tree(columns["obs"]), obs_rows)),
+        is_step=is_step,
+        actions=actions,
+        rewards=rewards[is_step[:rows]],
+        behaviour_logp=np.asarray(_numpy_tree(columns["action_logp"])).reshape(-1)[is_step[:rows]],
+        terminated=terminated[is_step[:rows]],
+        chunk_end=chunk_end,
+    )
+
+
+def module_columns(batch: Any, module_id: str) -> Any:
+    """The columns of module `module_id` in a batch given to `update(batch=...)`: a
+    `MultiAgentBatch` (`policy_batches`), a dict by module id, or the columns themselves."""
+    per_module = getattr(batch, "policy_batches", None)
+    if per_module is None and isinstance(batch, dict) and "obs" not in batch:
+        per_module = batch
+    if per_module is None:
+        return batch
+    if set(per_module) != {module_id}:
+        raise ValueError(
+            f"update(batch=...): this learner trains module {module_id!r} only; the batch "
+            f"holds modules {sorted(map(str, per_module))}"
+        )
+    return per_module[module_id]
+
+
 class APPOLearner(APPOTargetState, IMPALALearner):
     """See the module docstring. Its state adds the target network's weights, the KL
     coefficient and the env steps trained at the last target update (`APPOTargetState`)."""
@@ -210,15 +294,36 @@ class APPOLearner(APPOTargetState, IMPALALearner):
 
     def update(
         self,
-        episodes: list[Any] | TrajectoryBatch,
+        episodes: list[Any] | TrajectoryBatch | None = None,
         *,
+        batch: Any = None,
+        timesteps: dict[str, Any] | None = None,
         num_env_steps_sampled_lifetime: int | None = None,
         minibatch_size: int | None = None,
         num_minibatches: int | None = None,
     ) -> dict:
         """IMPALA's update with APPO's loss (a step per minibatch, if any), then the KL
         coefficient (from the last step's KL) and the target network (see the module
-        docstring)."""
+        docstring). `batch=` takes RLlib's column batch instead of episodes (a
+        `MultiAgentBatch` of this learner's module, or its columns: see
+        `trajectory_batch_from_columns`), with RLlib's `timesteps` (its
+        `num_env_steps_sampled_lifetime` drives the schedules)."""
+        if (episodes is None) == (batch is None):
+            raise ValueError(
+                f"{type(self).__name__}.update(): give the episodes or batch=, one of them"
+            )
+        if batch is not None:
+            columns = module_columns(batch, DEFAULT_MODULE_ID)
+            episodes = trajectory_batch_from_columns(
+                columns,
+                int(self.config.get_rollout_fragment_length()),
+                self.module.spaces.preprocess,
+                discrete_actions=self.module.spaces.action_discrete_n is not None,
+            )
+        if timesteps and num_env_steps_sampled_lifetime is None:
+            lifetime = timesteps.get("num_env_steps_sampled_lifetime")
+            num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
+        assert episodes is not None
         stats = super().update(
             episodes,
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
