@@ -172,3 +172,34 @@ def test_appo_learner_group_updates_on_a_multi_agent_batch_of_tensors():
         for key, value in after[DEFAULT_POLICY_ID].items()
     ]
     assert any(changed)
+
+
+# -- a user's module under DQN's default exploration -----------------------------------------
+def test_dqns_default_exploration_leaves_a_users_box_module_to_its_own_sampling():
+    """DQN's default EpsilonGreedy is for its own Q-module; a user's module of a Box action
+    space (RLlib's test_multi_rl_module builds a MultiAgentEnvRunner so) samples from its own
+    distribution, while an EpsilonGreedy the user names still refuses the Box space."""
+    from trainer.algorithms.dqn import DQNConfig
+    from trainer.core.exploration import (
+        EpsilonGreedy,
+        NeedsDiscreteActions,
+        StochasticSampling,
+        module_exploration,
+    )
+
+    config = DQNConfig()
+    box = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    default = config.get_exploration_config()
+    assert default["type"] in ("EpsilonGreedy", EpsilonGreedy)
+    chosen = "type" in config.exploration_config
+    assert not chosen
+    made = module_exploration(default, box, type_chosen=chosen)
+    assert type(made) is StochasticSampling
+    assert type(module_exploration(default, gym.spaces.Discrete(2), type_chosen=chosen)) is (
+        EpsilonGreedy
+    )
+    named = DQNConfig().env_runners(exploration_config={"type": "EpsilonGreedy"})
+    with pytest.raises(NeedsDiscreteActions, match="needs a Discrete action space"):
+        module_exploration(
+            named.get_exploration_config(), box, type_chosen="type" in named.exploration_config
+        )

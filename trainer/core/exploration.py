@@ -98,9 +98,13 @@ class Exploration:
         return rng.uniform(low, high, size=(n, low.size)).astype(np.float32)
 
 
+class NeedsDiscreteActions(ValueError):
+    """An exploration type for Q-values (EpsilonGreedy, SoftQ) given another action space."""
+
+
 def _require_discrete(name: str, action_space: gym.Space) -> None:
     if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(
+        raise NeedsDiscreteActions(
             f"exploration_config type {name!r} needs a Discrete action space; the "
             f"env's is {action_space}. Use StochasticSampling for Box actions"
         )
@@ -290,3 +294,28 @@ def make_exploration(
     config = dict(exploration_config)
     cls = resolve_type(config.pop("type"))
     return cls(action_space, worker_index=worker_index, num_workers=num_workers, **config)
+
+
+def module_exploration(
+    exploration_config: dict,
+    action_space: gym.Space,
+    *,
+    type_chosen: bool,
+    worker_index: int = 0,
+    num_workers: int = 0,
+) -> Exploration:
+    """A module's exploration in an EnvRunner: `make_exploration` of `exploration_config`,
+    except where the algorithm's default type (the user named none: not `type_chosen`) is for
+    Q-values (DQN's EpsilonGreedy) and the module acts in another action space. Such a module
+    is the user's own (the algorithm's own module refuses that space when built), and it
+    samples from its own action distribution, as a custom module on RLlib's new stack does
+    (whose DQN keeps its epsilon in its own module). A type the user named is kept, and so is
+    its error."""
+    try:
+        return make_exploration(
+            exploration_config, action_space, worker_index=worker_index, num_workers=num_workers
+        )
+    except NeedsDiscreteActions:
+        if type_chosen:
+            raise
+        return StochasticSampling(action_space, worker_index=worker_index, num_workers=num_workers)

@@ -43,7 +43,7 @@ from trainer.connectors.connector_v2 import (
     call_factory,
     call_module_to_env_factory,
 )
-from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.exploration import ActionDistribution, module_exploration
 from trainer.core.models import (
     DEFAULT_MODULE_ID,
     INPUT_ENV_SINGLE_SPACES,
@@ -412,9 +412,10 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if self.spaces is None:
             raise ValueError("an EnvRunner without env needs the spaces")
         self.module = config.build_module(self.spaces, seed=seed, inference_only=True)
-        self.exploration = make_exploration(
+        self.exploration = module_exploration(
             config.get_exploration_config(),
             self.spaces.action_space(),
+            type_chosen="type" in config.exploration_config,
             worker_index=worker_index,
             num_workers=self.num_workers,
         )

@@ -52,7 +52,7 @@ from trainer.connectors.connector_v2 import (
     build_pipeline,
     call_module_to_env_factory,
 )
-from trainer.core.exploration import ActionDistribution, StochasticSampling, make_exploration
+from trainer.core.exploration import ActionDistribution, StochasticSampling, module_exploration
 from trainer.core.models import (
     INPUT_ENV_SINGLE_SPACES,
     INPUT_ENV_SPACES,
@@ -676,9 +676,10 @@ class MultiAgentEnvRunner(RunnerSetup):
 
             module = torch_view(module)
         config = self.config.get_config_for_module(module_id)
-        exploration = make_exploration(
+        exploration = module_exploration(
             config.get_exploration_config(),
             self.spaces[module_id][1],
+            type_chosen="type" in config.exploration_config,
             worker_index=self.worker_index,
             num_workers=self.num_workers,
         )
