@@ -71,7 +71,7 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 REFUSED, NEEDS_DATA, TIMEOUT = "refused", "needs data", "timeout"
 RESULTS = (PASSED, FAILED, REFUSED, NEEDS_DATA, TIMEOUT, SKIPPED)
 #: A failure's text naming this project's typed refusal.
-_REFUSAL = re.compile(r"\b(RLlibNotAvailable|NotSupported|UnsupportedSetting)\b")
+_REFUSAL = re.compile(r"\b(RLlibNotAvailable|NotSupported|UnsupportedSetting|UnsupportedCall)\b")
 #: A failure on a file of RLlib's repository (not in the wheel): its data folders.
 _DATA = re.compile(
     r"(FileNotFoundError|No such file|does not exist|NotFound|not found|Path not found)"
@@ -134,6 +134,8 @@ def _error_line(message: str) -> str:
 
 def classify_failure(message: str) -> TestResult:
     match = _REFUSAL.search(message)
+    if match and "tests/data" in message:  # a refusal to read RLlib's repository data
+        return TestResult(NEEDS_DATA, _error_line(message))
     if match:
         refusal = next((line.strip() for line in message.splitlines() if _REFUSAL.search(line)), "")
         return TestResult(REFUSED, refusal.lstrip("E ").strip()[:300])

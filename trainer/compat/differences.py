@@ -1110,6 +1110,26 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "float32 here would change every seeded PPO run's weights",
         UNIT_TEST,
     ),
+    *_same(
+        "passes, except in a sample whose last step ends an episode: no next episode is made "
+        "then (RLlib makes it but does not start it), so the created/started counts the test "
+        "compares are one short (7 of 100 seeds of a 32-step random CartPole sample)",
+        "flaky under RLlib 2.60 itself: in the same case its started count is one short (4 of "
+        "100 seeds, the same sample, checked with RLlib on this machine); the test does not fix "
+        "the env's seed",
+        *(
+            f"rllib/env/tests/test_env_runner.py::TestEnvRunnerCallbacks::{case}"
+            for case in (
+                "test_callbacks_on_sample_rollout[multi_agent]",
+                "test_callbacks_on_sample_rollout[single_agent]",
+                "test_callbacks_on_sample_timesteps[multi_agent-32]",
+                "test_callbacks_on_sample_timesteps[multi_agent-8]",
+                "test_callbacks_on_sample_timesteps[single_agent-32]",
+                "test_callbacks_on_sample_timesteps[single_agent-8]",
+            )
+        ),
+        kind=UNIT_TEST,
+    ),
     Difference(
         "rllib/utils/tests/test_errors.py::TestErrors::test_no_gpus_error",
         "api_stack(enable_rl_module_and_learner=False) builds the new stack (there is no old "
