@@ -79,6 +79,7 @@ def _cached(bench, text: str, path: str = _PATH) -> dict:
     return {"path": path, "sha256": hashlib.sha256(text.encode()).hexdigest()}
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_a_file_runs_through_the_launcher_test_by_test(bench):
     entry = _cached(bench, _FILE)
@@ -102,6 +103,7 @@ def test_a_file_runs_through_the_launcher_test_by_test(bench):
     assert run.problem == ""
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_the_time_limit_names_the_running_and_the_unstarted_tests(bench):
     text = (
@@ -210,3 +212,25 @@ def test_every_unit_test_row_of_the_table_names_a_test_of_the_manifest():
     for row in (d for d in all_differences() if d.kind == UNIT_TEST):
         assert row.rllib.partition("::")[0] in files, row.rllib
         assert baseline["tests"].get(row.rllib, {}).get("result") == "passed", row.rllib
+
+
+@pytest.mark.slow
+@pytest.mark.cli
+def test_data_root_links_rllibs_repository_data_into_the_run(bench, tmp_path):
+    text = (
+        "from pathlib import Path\n\n"
+        "def test_reads_data():\n"
+        "    here = Path(__file__).resolve().parents[4]  # the checkout's root (rllib/..)\n"
+        "    assert (here / 'rllib/tests/data/cartpole/small.json').read_text() == 'rows'\n\n"
+        "if __name__ == '__main__':\n    import pytest, sys\n"
+        "    sys.exit(pytest.main([__file__]))\n"
+    )
+    entry = _cached(bench, text)
+    key = f"{_PATH}::test_reads_data"
+    without = bench.execute(entry, {"files": [entry]}, 60.0, False, None, [])
+    assert without.tests[key].result == bench.NEEDS_DATA, without
+    data = tmp_path / "checkout" / "rllib" / "tests" / "data" / "cartpole"
+    data.mkdir(parents=True)
+    (data / "small.json").write_text("rows")
+    run = bench.execute(entry, {"files": [entry]}, 60.0, False, tmp_path / "checkout", [])
+    assert run.tests[key].result == bench.PASSED, run
