@@ -286,6 +286,43 @@ class RunnerSetup:
     _callbacks: CallbackChain
     _rng: np.random.Generator
     _env_seed: int | None
+    #: The `explore` of the `sample()` call under way (None between calls: the config's): the
+    #: env-to-module pieces get it, as RLlib passes each call's own flag to them.
+    _call_explore: bool | None = None
+    #: Each runner's own stepping loop: (num_timesteps, num_episodes, explore, random_actions,
+    #: force_reset) -> episodes.
+    _sample_by_request: Callable[[int | None, int | None, bool, bool, bool], list]
+
+    @property
+    def pipeline_explore(self) -> bool:
+        """The `explore` flag the env-to-module pieces get: the running `sample()` call's
+        (a reset before any call, e.g. a restored runner's, gets the config's)."""
+        return bool(self.config.explore if self._call_explore is None else self._call_explore)
+
+    def _sample_call(
+        self,
+        num_timesteps: int | None,
+        num_episodes: int | None,
+        explore: bool | None,
+        random_actions: bool,
+        force_reset: bool,
+    ) -> list:
+        """One `sample()` call of either runner: the request checked, the call's `explore` set
+        for the pieces while `_sample_by_request` steps the envs, then `on_sample_end`."""
+        check_sample_request(self, num_timesteps, num_episodes)
+        explore = self.config.explore if explore is None else explore
+        self._call_explore = explore
+        try:
+            samples = self._sample_by_request(
+                num_timesteps, num_episodes, explore, random_actions, force_reset
+            )
+        finally:
+            self._call_explore = None
+        if self._callbacks.has("on_sample_end"):
+            self._callbacks.fire(
+                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
+            )
+        return samples
 
     def _set_up(
         self,
@@ -367,9 +404,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
-        #: The `explore` of the `sample()` call under way (the config's between calls): the
-        #: env-to-module pieces get it, as RLlib passes each call's own flag to them.
-        self._call_explore: bool | None = None
         #: The config's module-to-env pieces, if any: run on each step's module outputs
         #: before the actions are drawn (`_module_to_env_actions`).
         self._module_to_env: ConnectorPipelineV2 | None = None
@@ -675,12 +709,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             metrics=self.metrics,
         )
         self._keep_module_inputs(episodes, env_indices)
-
-    @property
-    def pipeline_explore(self) -> bool:
-        """The `explore` flag the env-to-module pieces get: the running `sample()` call's
-        (a reset before any call, e.g. a restored runner's, gets the config's)."""
-        return bool(self.config.explore if self._call_explore is None else self._call_explore)
 
     def _keep_module_inputs(
         self, episodes: list[SingleAgentEpisode], env_indices: list[int]
@@ -1219,19 +1247,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
           episode, and once that many steps are sampled no new episode starts while the running
           ones play out, so each episode's start and end events fire within this call.
         """
-        check_sample_request(self, num_timesteps, num_episodes)
-        explore = self.config.explore if explore is None else explore
-        self._call_explore = explore
-        try:
-            samples = self._sample_by_request(
-                num_timesteps, num_episodes, explore, random_actions, force_reset
-            )
-        finally:
-            self._call_explore = None
-        if self._callbacks.has("on_sample_end"):
-            self._callbacks.fire(
-                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
-            )
+        samples = self._sample_call(
+            num_timesteps, num_episodes, explore, random_actions, force_reset
+        )
         for episode in samples:
             episode.drop_temporary_timestep_data()
         return samples

@@ -93,7 +93,7 @@ from trainer.metrics import (
     NUM_MODULE_STEPS_SAMPLED_LIFETIME,
     MetricsLogger,
 )
-from trainer.runners.env_runner import EnvRunner, RunnerSetup, check_sample_request
+from trainer.runners.env_runner import EnvRunner, RunnerSetup
 from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_observations import (
@@ -362,8 +362,6 @@ class MultiAgentEnvRunner(RunnerSetup):
         self._episode_pieces: ConnectorPipelineV2 | None = None
         #: The `shared_data` the episode pieces get, kept across calls (as RLlib's runner).
         self._shared_data: dict[str, Any] = {}
-        #: The `explore` of the `sample()` call under way (None between calls: the config's).
-        self._call_explore: bool | None = None
         if create_env:
             self.make_env()
         else:
@@ -496,7 +494,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             rl_module=self.module,
             batch={},
             episodes=episodes,
-            explore=bool(self.config.explore if self._call_explore is None else self._call_explore),
+            explore=self.pipeline_explore,
             shared_data=self._shared_data,
             metrics=None if all(episode.is_done for episode in episodes) else self.metrics,
         )
@@ -821,20 +819,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         `count_steps_by` says; unfinished episodes are cut and continue next call),
         `num_episodes` finished episodes, or by default `rollout_fragment_length` per sub-env
         (`batch_mode="complete_episodes"`: whole episodes)."""
-        check_sample_request(self, num_timesteps, num_episodes)
-        explore = self.config.explore if explore is None else explore
-        self._call_explore = explore
-        try:
-            samples = self._sample_by_request(
-                num_timesteps, num_episodes, explore, random_actions, force_reset
-            )
-        finally:
-            self._call_explore = None
-        if self._callbacks.has("on_sample_end"):
-            self._callbacks.fire(
-                "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
-            )
-        return samples
+        return self._sample_call(num_timesteps, num_episodes, explore, random_actions, force_reset)
 
     def _sample_by_request(
         self,
