@@ -237,6 +237,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(NO_RAY)
 
 
+@pytest.fixture
+def hook():
+    """The launcher's notebook switch (`import ray...` answered by this project), on for one
+    test and off after it."""
+    from trainer import launcher
+
+    launcher.install()
+    try:
+        yield
+    finally:
+        launcher.uninstall()
+
+
 @pytest.fixture(autouse=True)
 def no_named_objects_left():
     """Named objects created before an algorithm outlive its stop() (as in RLlib); each test

@@ -52,16 +52,6 @@ def run_script(
     )
 
 
-@pytest.fixture
-def hook():
-    """The notebook switch, on for one test and off after it."""
-    launcher.install()
-    try:
-        yield
-    finally:
-        launcher.uninstall()
-
-
 # -- the command ------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_script_runs_as_main_with_its_argv_and_rllib_imports(tmp_path):

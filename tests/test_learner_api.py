@@ -378,17 +378,6 @@ def test_a_numpy_learners_optimizer_reads_and_sets_its_rate_as_torchs():
 
 
 # -- RLlib's paths through the launcher --------------------------------------------------------
-@pytest.fixture
-def hook():
-    from trainer import launcher
-
-    launcher.install()
-    try:
-        yield
-    finally:
-        launcher.uninstall()
-
-
 def test_rllibs_testing_learner_paths_are_served(hook):
     from ray.rllib.core.learner.learner import Learner as RLlibLearner
     from ray.rllib.core.learner.learner_group import LearnerGroup as RLlibLearnerGroup

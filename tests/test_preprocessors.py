@@ -10,7 +10,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from trainer import launcher
 from trainer.compat import preprocessors as ours
 from trainer.core.catalog import Catalog
 from trainer.examples.envs.classes.simple_rpg import Repeated
@@ -123,15 +122,6 @@ def test_transform_and_spaces_are_rllibs(name):
             expected, got = theirs.transform(observation), mine.transform(observation)
             assert np.asarray(got).dtype == np.asarray(expected).dtype
             np.testing.assert_array_equal(got, expected)
-
-
-@pytest.fixture
-def hook():
-    launcher.install()
-    try:
-        yield
-    finally:
-        launcher.uninstall()
 
 
 def test_the_launcher_serves_rllibs_module(hook):

@@ -11,22 +11,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from trainer import launcher
 from trainer.algorithms.appo.appo_learner import trajectory_batch_from_columns
 from trainer.compat.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from trainer.errors import RLlibNotAvailable
 from trainer.launcher import finder
-
-
-@pytest.fixture
-def hook():
-    """The notebook switch, on for one test and off after it."""
-    launcher.install()
-    try:
-        yield
-    finally:
-        launcher.uninstall()
-
 
 # -- RLlib's example scripts, imported as modules -------------------------------------------
 SCRIPT = """

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from trainer import AlgorithmConfig, PPOConfig, launcher
+from trainer import AlgorithmConfig, PPOConfig
 from trainer.algorithms.ppo import PPO
 from trainer.compat import filters, resources, serialization, space_utils
 from trainer.compat.task_pool import TaskPool
@@ -296,15 +296,6 @@ def test_item_assignment_sets_a_setting_and_refuses_multiagent():
 
 
 # -- the launcher serves them -------------------------------------------------------------------
-@pytest.fixture
-def hook():
-    launcher.install()
-    try:
-        yield
-    finally:
-        launcher.uninstall()
-
-
 def test_the_launcher_serves_rllibs_utils(hook):
     from ray.rllib.algorithms.utils import _get_main_process_bundle
     from ray.rllib.utils.actors import TaskPool as RLlibTaskPool
