@@ -1,9 +1,10 @@
 """An `on_episode_step` callback reads episodes by column what the per-step loop gives it.
 
 With an `on_episode_step` callback the EnvRunner still records by column
-(`EnvRunner._sample_columnar`): every episode has its object from its start, which gets each
-step as the per-step loop appends it (the env-to-module pipeline's output: its pass runs
-before the step events, as RLlib 2.60's), and the events fire in sub-env order.
+(`EnvRunner._sample_columnar`): every episode has its object from its start, a `LiveEpisode`
+that reads its rows as the per-step loop's object holds each step (the env-to-module
+pipeline's output: its pass runs before the step events, as RLlib 2.60's), and the events fire
+in sub-env order.
 The per-step loop (`tests/step_loop_reference.py`) is the reference; both must
 give the callbacks the same episodes at each event and return the same episodes, metrics and
 connector state.

@@ -605,6 +605,17 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "the SingleAgentEpisode on_episode_step gets",
+        "a LiveEpisode, a SingleAgentEpisode subclass over the EnvRunner's rows: one value "
+        "is read from them, whole columns are lists made when read, the setters write into "
+        "them; a change to a buffer's `data` in place is not kept, and a value read before a "
+        "setter keeps its old value (tests/test_live_episode.py::test_what_a_step_callback_"
+        "writes_is_in_the_returned_episodes_and_metrics)",
+        "appending each step to every episode object cost a no-op step callback a third of "
+        "the sampling rate at 8 sub-envs; RLlib's setters are the API that changes an episode",
+        BEHAVIOUR,
+    ),
+    Difference(
         "policy_mapping_fn(agent_id, episode) at a multi-agent episode's reset",
         "when no on_episode_start / on_episode_step callback reads episodes while they run, "
         "the MultiAgentEnvRunner logs a new episode's steps and fills the episode object when "

@@ -1152,6 +1152,22 @@ def _set_array_columns(
     )
 
 
+def _as_items(rows: np.ndarray) -> list:
+    """A column's rows as the per-step loop records them: Python scalars, or (copied) rows."""
+    return rows.tolist() if rows.ndim == 1 else list(rows.copy())
+
+
+def _set_list_columns(episode: SingleAgentEpisode) -> None:
+    """Sets an episode's four columns as empty recording buffers, through the base class's own
+    slots (as `_empty_columns` without spaces)."""
+    _OBSERVATIONS.__set__(episode, InfiniteLookbackBuffer.of_list([]))
+    _ACTIONS.__set__(episode, InfiniteLookbackBuffer.of_list([]))
+    rewards_buffer = InfiniteLookbackBuffer.of_list([])
+    rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
+    _REWARDS.__set__(episode, rewards_buffer)
+    _EXTRA_MODEL_OUTPUTS.__set__(episode, {})
+
+
 class ColumnSource(Protocol):
     """Step columns an `EpisodeView` reads its rows from (`trainer.runners.step_columns`)."""
 
@@ -1288,3 +1304,410 @@ def _plain_episode(state: dict[str, Any]) -> SingleAgentEpisode:
     episode = SingleAgentEpisode.__new__(SingleAgentEpisode)
     episode.__setstate__(state)
     return episode
+
+
+class LiveSource(Protocol):
+    """The sampling loop an attached `LiveEpisode` reads its sub-env's rows from while it
+    runs (`trainer.runners.rollout.ColumnRecorder`)."""
+
+    @property
+    def columns(self) -> Any: ...
+
+    def live_span(self, index: int) -> tuple[int, int]: ...
+
+    def live_ended(self, index: int) -> tuple[bool, bool]: ...
+
+
+#: The base class's `t`, `is_terminated` and `is_truncated` slots, which a `LiveEpisode`'s
+#: properties read from the rows while it runs.
+_T = SingleAgentEpisode.__dict__["t"]
+_IS_TERMINATED = SingleAgentEpisode.__dict__["is_terminated"]
+_IS_TRUNCATED = SingleAgentEpisode.__dict__["is_truncated"]
+_INFOS_PROPERTY: property = SingleAgentEpisode.__dict__["infos"]
+
+#: The fields a `LiveEpisode` reads one value of straight from the columns.
+_STEP_FIELDS = ("actions", "rewards")
+
+
+class LiveEpisode(EpisodeView):
+    """The episode object callbacks get while the EnvRunner records by column: RLlib's
+    `SingleAgentEpisode` API over sub-env `index`'s rows of the running `sample()` call, so an
+    `on_episode_step` callback costs what it reads, not a per-step append into every episode.
+
+    Its states:
+    - plain (before its reset, or between `sample()` calls at its reset): a
+      `SingleAgentEpisode` holding what it was given;
+    - attached (`attach`): its columns are the rows `first..row` of the call (`row`: the last
+      step), read as the per-step loop's episode holds them (lists of Python scalars and
+      array rows, not numpy'ized). One value (`get_observations(-1)`, `get_rewards(-1)`, ...)
+      is read straight from the rows; anything else makes list buffers of the rows, made again
+      once the call has stepped. A setter (`set_observations`, `set_rewards`, ...) writes into
+      the rows, which the episode handed out later is made of. `custom_data`, the temporary
+      timestep data and the connector data are its own, as any episode's;
+    - frozen (`freeze`, when it ends or the call is cut): an `EpisodeView` of its rows,
+      numpy'ized, the same object the callbacks had.
+
+    Writes into the buffers themselves (`episode.rewards.data[-1] = ...`) while attached are
+    not written back: the setters are the API that changes an episode's data."""
+
+    __slots__ = ("_live", "_live_index", "_made_row", "_first_info")
+    _live: LiveSource | None
+    _made_row: int
+
+    @classmethod
+    def empty(cls, env_index: int = 0) -> LiveEpisode:
+        """A new, empty episode (plain), as `SingleAgentEpisode(env_index=...)`."""
+        episode = cls.__new__(cls)
+        episode._live = None
+        episode._source = None  # type: ignore[assignment]
+        episode._rows = None
+        episode._made_row = -1
+        episode._first_info = {}
+        # (Its slots set directly: one is made per episode while callbacks read them.)
+        episode._set_plain_slots(
+            new_episode_id(),
+            [],
+            t_started=0,
+            t=0,
+            env_index=env_index,
+            terminated=False,
+            truncated=False,
+            custom_data={},
+            temporary_timestep_data={},
+            start_time=None,
+            last_step_time=None,
+        )
+        _set_list_columns(episode)
+        return episode
+
+    @classmethod
+    def successor_of(cls, chunk: SingleAgentEpisode) -> LiveEpisode:
+        """The continuation of `chunk` (returned by the last `sample()` call), to be attached
+        at the rows that continue it; shares its custom and connector data as `cut()`'s."""
+        episode = cls.empty(chunk.env_index)
+        episode.id_ = chunk.id_
+        episode.t_started = chunk.t
+        _T.__set__(episode, chunk.t)
+        episode._first_info = chunk._last_info()
+        chunk._hand_over(episode, ended=True)
+        return episode
+
+    # -- the three states ----------------------------------------------------------------------
+    def attach(self, source: LiveSource, index: int, first_info: dict | None = None) -> None:
+        """Reads its rows from `source` (sub-env `index`) from now on; `first_info` is the
+        first observation's info (its reset's, or its last chunk's last), by default the one
+        it holds."""
+        if first_info is None:
+            first_info = self._last_info() if self.observations.len_incl_lookback() else {}
+        self._first_info = first_info
+        self._source = None  # type: ignore[assignment]
+        self._rows = None
+        self._made_row = -1
+        self._live = source
+        self._live_index = index
+
+    def freeze(
+        self,
+        first: int,
+        last: int,
+        *,
+        terminated: bool,
+        truncated: bool,
+        last_step_time: float,
+    ) -> None:
+        """Its rows `first..last` become its data for good: an `EpisodeView` of them."""
+        source = self._live
+        assert source is not None, "freeze() an attached LiveEpisode"
+        index = self._live_index
+        columns = source.columns
+        self._live = None
+        self._source = (columns, index, first, last)
+        self._rows = None
+        self._made_row = -1
+        _T.__set__(self, self.t_started + last - first)
+        _IS_TERMINATED.__set__(self, terminated)
+        _IS_TRUNCATED.__set__(self, truncated)
+        step_infos = columns.step_infos(index, first + 1, last)
+        self._infos = _infos_buffer(chunk_infos(self._first_info, step_infos, last - first + 1))
+        self._last_step_time = last_step_time
+
+    def detach_at_reset(self, observation: Any) -> None:
+        """Back to a plain episode holding its first observation only (a call ended right
+        after its reset): the next call attaches it again."""
+        assert self._live is not None, "detach_at_reset() an attached LiveEpisode"
+        start_time = self._start_time
+        self._live = None
+        self._made_row = -1
+        self._empty_columns(None, None)
+        self.add_env_reset(observation, self._first_info)
+        self._start_time = self._last_step_time = start_time
+
+    def rows(self) -> Any:
+        if self._live is not None:
+            self._make_lists()
+            return None
+        if self._source is None:  # plain: the base slots hold its data
+            return None
+        return super().rows()
+
+    def _make_lists(self) -> None:
+        """The attached episode's buffers as the per-step loop's episode holds them: made
+        again when the call has stepped since."""
+        source = self._live
+        assert source is not None
+        first, row = source.live_span(self._live_index)
+        if self._made_row == row:
+            return
+        index, columns = self._live_index, source.columns
+        steps = row - first
+        # (Copies of the rows: what a setter writes into them leaves a value read before as
+        # it was, as replacing a list item does.)
+        observations = list(columns.observations[first : row + 1, index].copy())
+        infos = [self._first_info] + [
+            columns.sub_env_infos(r, index) for r in range(first + 1, row + 1)
+        ]
+        if steps:
+            rows = columns.episode_rows(index, first, row)
+            actions = _as_items(rows.actions)
+            rewards = rows.rewards.tolist()
+            outputs = {key: _as_items(values) for key, values in rows.extra_model_outputs.items()}
+        else:
+            actions, rewards, outputs = [], [], {}
+        _OBSERVATIONS.__set__(self, InfiniteLookbackBuffer.of_list(observations))
+        _ACTIONS.__set__(self, InfiniteLookbackBuffer.of_list(actions))
+        rewards_buffer = InfiniteLookbackBuffer.of_list(rewards)
+        rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
+        _REWARDS.__set__(self, rewards_buffer)
+        _EXTRA_MODEL_OUTPUTS.__set__(
+            self, {key: InfiniteLookbackBuffer.of_list(values) for key, values in outputs.items()}
+        )
+        self._infos = InfiniteLookbackBuffer.of_list(infos)
+        self._made_row = row
+
+    def _write_back(self, field: str, key: str | None = None) -> None:
+        """The attached episode's `field` buffer (after a setter) into its rows."""
+        source = self._live
+        assert source is not None
+        first, row = source.live_span(self._live_index)
+        columns, index = source.columns, self._live_index
+        if field == "observations":
+            columns.observations[first : row + 1, index] = np.asarray(self.observations.data)
+            return
+        if row == first:
+            return
+        if field == "extra_model_outputs":
+            assert key is not None
+            target = columns.arrays()["extra:" + key]
+            values = self.extra_model_outputs[key].data
+        else:
+            target = getattr(columns, field)
+            values = getattr(self, field).data
+        target[first + 1 : row + 1, index] = np.asarray(values)
+
+    # -- what an attached episode reads from the rows ------------------------------------------
+    @property
+    def t(self) -> int:
+        if self._live is not None:
+            first, row = self._live.live_span(self._live_index)
+            return self.t_started + row - first
+        return _T.__get__(self)
+
+    @t.setter
+    def t(self, value: int) -> None:
+        _T.__set__(self, value)
+
+    @property
+    def is_terminated(self) -> bool:
+        if self._live is not None:
+            return self._live.live_ended(self._live_index)[0]
+        return _IS_TERMINATED.__get__(self)
+
+    @is_terminated.setter
+    def is_terminated(self, value: bool) -> None:
+        _IS_TERMINATED.__set__(self, value)
+
+    @property
+    def is_truncated(self) -> bool:
+        if self._live is not None:
+            return self._live.live_ended(self._live_index)[1]
+        return _IS_TRUNCATED.__get__(self)
+
+    @is_truncated.setter
+    def is_truncated(self, value: bool) -> None:
+        _IS_TRUNCATED.__set__(self, value)
+
+    @property
+    def infos(self) -> InfiniteLookbackBuffer:
+        if self._live is not None:
+            self._make_lists()
+        return _INFOS_PROPERTY.__get__(self)
+
+    @infos.setter
+    def infos(self, value: InfiniteLookbackBuffer) -> None:
+        self._infos = value
+
+    def nonempty_infos(self) -> list | None:
+        if self._live is not None:
+            self._make_lists()
+        return super().nonempty_infos()
+
+    @property
+    def is_numpy(self) -> bool:
+        if self._live is not None:
+            return False  # as the per-step loop's episode while it runs
+        if self._source is not None:
+            return True
+        return _OBSERVATIONS.__get__(self).finalized
+
+    def _row_of(self, indices: Any, steps: bool) -> int | None:
+        """The row of the one item an int index reads while attached (None: read the
+        buffers: not attached, not an int, or out of range, which they report)."""
+        source = self._live
+        if source is None or type(indices) is not int:
+            return None
+        first, row = source.live_span(self._live_index)
+        size = row - first + (0 if steps else 1)
+        position = indices if indices >= 0 else size + indices
+        if not 0 <= position < size:
+            return None
+        return first + position + (1 if steps else 0)
+
+    def get_observations(
+        self,
+        indices: Any = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+    ) -> Any:
+        row = None if neg_index_as_lookback or one_hot_discrete else self._row_of(indices, False)
+        if row is not None:
+            assert self._live is not None
+            return self._live.columns.observations[row, self._live_index].copy()
+        return super().get_observations(
+            indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+            one_hot_discrete=one_hot_discrete,
+        )
+
+    def get_infos(
+        self, indices: Any = None, *, neg_index_as_lookback: bool = False, fill: Any = None
+    ) -> Any:
+        row = None if neg_index_as_lookback else self._row_of(indices, False)
+        if row is not None:
+            assert self._live is not None
+            first, _ = self._live.live_span(self._live_index)
+            if row == first:
+                return self._first_info
+            return self._live.columns.sub_env_infos(row, self._live_index)
+        return super().get_infos(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    def _step_value(self, column: np.ndarray, row: int) -> Any:
+        """One step's value as the per-step loop records it: a Python scalar, or a row."""
+        value = column[row, self._live_index]
+        return value.item() if column.ndim == 2 else value.copy()
+
+    def get_actions(
+        self,
+        indices: Any = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+    ) -> Any:
+        row = None if neg_index_as_lookback or one_hot_discrete else self._row_of(indices, True)
+        if row is not None:
+            assert self._live is not None
+            return self._step_value(self._live.columns.actions, row)
+        return super().get_actions(
+            indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+            one_hot_discrete=one_hot_discrete,
+        )
+
+    def get_rewards(
+        self, indices: Any = None, *, neg_index_as_lookback: bool = False, fill: float | None = None
+    ) -> Any:
+        row = None if neg_index_as_lookback else self._row_of(indices, True)
+        if row is not None:
+            assert self._live is not None
+            return self._step_value(self._live.columns.rewards, row)
+        return super().get_rewards(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    def get_extra_model_outputs(
+        self,
+        key: str,
+        indices: Any = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+    ) -> Any:
+        row = None if neg_index_as_lookback else self._row_of(indices, True)
+        if row is not None:
+            assert self._live is not None
+            column = self._live.columns.arrays().get("extra:" + key)
+            if column is not None:
+                return self._step_value(column, row)
+        return super().get_extra_model_outputs(
+            key, indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill
+        )
+
+    def get_return(self) -> float:
+        if self._live is not None:
+            first, row = self._live.live_span(self._live_index)
+            return self._live.columns.return_of(self._live_index, first, row)
+        if self._source is None:
+            return SingleAgentEpisode.get_return(self)
+        return super().get_return()
+
+    # -- what an attached episode writes into the rows -----------------------------------------
+    def set_observations(
+        self, *, new_data: Any, at_indices: Any = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        super().set_observations(
+            new_data=new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+        if self._live is not None:
+            self._write_back("observations")
+
+    def set_actions(
+        self, *, new_data: Any, at_indices: Any = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        super().set_actions(
+            new_data=new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+        if self._live is not None:
+            self._write_back("actions")
+
+    def set_rewards(
+        self, *, new_data: Any, at_indices: Any = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        super().set_rewards(
+            new_data=new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+        if self._live is not None:
+            self._write_back("rewards")
+
+    def set_extra_model_outputs(
+        self,
+        *,
+        key: str,
+        new_data: Any,
+        at_indices: Any = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
+        super().set_extra_model_outputs(
+            key=key,
+            new_data=new_data,
+            at_indices=at_indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+        )
+        if self._live is not None:
+            self._write_back("extra_model_outputs", key)
+
+    def _cut(self, len_lookback_buffer: int = 0, *, ended: bool = False) -> SingleAgentEpisode:
+        if self._live is not None or self._source is None:
+            return SingleAgentEpisode._cut(self, len_lookback_buffer, ended=ended)
+        return super()._cut(len_lookback_buffer, ended=ended)

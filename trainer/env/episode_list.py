@@ -218,7 +218,11 @@ class EpisodeList(list):
         last_row = 0
         for ep, where in zip(self, rows, strict=True):
             if where is None:
-                if type(ep) is not EpisodeView or ep._source[0] is not source:
+                if (
+                    not isinstance(ep, EpisodeView)
+                    or ep._source is None  # (a LiveEpisode before it is frozen)
+                    or ep._source[0] is not source
+                ):
                     return None
                 if ep._rows is not None and not ep._rows.holds(ep):
                     return None

@@ -67,7 +67,7 @@ from trainer.env.envs import (
     make_env_creator,
     multi_agent_env_needs_policies,
 )
-from trainer.env.episode import SingleAgentEpisode
+from trainer.env.episode import LiveEpisode, SingleAgentEpisode
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.vector_env import FastSyncVectorEnv, InfoKeepingAsyncVectorEnv
 from trainer.env.vectorize import (
@@ -222,6 +222,9 @@ class SubEnvRecord:
     #: `(task,)` as last read or set (curriculum), None when not known: a re-created vector
     #: env gets it back.
     task: tuple | None = None
+    #: The temporary timestep data of `cut_from` when it was cut: its successor continues it
+    #: (`sample()` drops the returned chunk's own).
+    carried_temporary_data: dict | None = None
 
     @property
     def episode(self) -> SingleAgentEpisode | None:
@@ -251,10 +254,12 @@ class SubEnvRecord:
         self.episode = episode
         self.event_kwargs = event_kwargs
         self.prev_chunks = []
+        self.carried_temporary_data = None
 
     def carry(self, chunk: SingleAgentEpisode) -> None:
         """`chunk`, returned by this call, is the episode's latest: it continues from it."""
         self.cut_from = chunk
+        self.carried_temporary_data = chunk._temporary_timestep_data
         self.prev_chunks.append(chunk)
 
     def resume(self) -> None:
@@ -263,12 +268,26 @@ class SubEnvRecord:
         if self.cut_from is not None:
             self._make_successor()
 
+    def continue_with(self, successor: SingleAgentEpisode) -> None:
+        """The chunk carried in continues as `successor` (made by the caller) from now on."""
+        assert self.event_kwargs_of is not None
+        self._continue_data(successor)
+        self.cut_from = None
+        self._episode = successor
+        self._event_kwargs = self.event_kwargs_of(successor)
+
+    def _continue_data(self, successor: SingleAgentEpisode) -> None:
+        if self.carried_temporary_data is not None:
+            successor._temporary_timestep_data = self.carried_temporary_data
+            self.carried_temporary_data = None
+
     def _make_successor(self) -> None:
         chunk = self.cut_from
         assert chunk is not None and self.event_kwargs_of is not None
         self.cut_from = None
         # (The chunk ended with its call, which stamped its last step time.)
         successor = chunk._cut(ended=True)
+        self._continue_data(successor)
         self._episode = successor
         self._event_kwargs = self.event_kwargs_of(successor)
 
@@ -1289,29 +1308,31 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     def _records_each_step(self) -> bool:
         """Whether the rollout loop gives every episode its object, which gets each step as
         it is taken: per-sub-env restarts (in this process or in "async" mode's children)
-        drop it and count its steps, an `on_episode_step` callback reads it, a recurrent
-        module reads its state from it, observations (the env's or the pipeline's) that are
+        drop it and count its steps, a recurrent module reads its state from it, observations (the env's or the pipeline's) that are
         Dict / Tuple fit no column, or an episode under way already has steps in its chunk
-        (restored from a state taken in the middle of a call, e.g. by a callback). Otherwise
-        episodes are made from the columns when they end or are cut."""
+        (restored from a state taken in the middle of a call, e.g. by a callback), or one
+        that an `on_episode_step` callback reads is not a `LiveEpisode`. Otherwise episodes
+        are made from the columns when they end or are cut (an `on_episode_step` callback
+        reads `LiveEpisode`s of the columns)."""
         pipeline = self._env_to_module
         module_obs = self._obs if pipeline is None else self._module_obs
         if (
             self._module_to_env is not None  # its pieces read the episodes at every step
             or self._guarded
             or self._child_guarded
-            or self._callbacks.has("on_episode_step")
             or self._uses_stateful_module()
             or type(module_obs) is not np.ndarray
             or type(self._obs) is not np.ndarray
         ):
             return True
+        live = self._callbacks.has("on_episode_step")
         for record in self._sub_env_records:
             if record.cut_from is not None:  # continues from its last chunk, at its end
                 continue
             episode = record.episode
             if (
                 episode is None
+                or (live and not record.awaiting_reset and not isinstance(episode, LiveEpisode))
                 or record.idle
                 or episode.t != episode.t_started
                 or episode.observations.lookback
@@ -1358,7 +1379,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
         """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`
         one from a checkpoint, which continues without events."""
-        episode = restored if restored is not None else SingleAgentEpisode(env_index=env_index)
+        if restored is not None:
+            episode = restored
+        elif self._callbacks.has("on_episode_step"):  # read by column while it runs
+            episode = LiveEpisode.empty(env_index)
+        else:
+            episode = SingleAgentEpisode(env_index=env_index)
         episode._env_runner = self
         record = self._sub_env_records[env_index]
         record.start(episode, self._event_kwargs(env_index, episode))

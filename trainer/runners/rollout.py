@@ -8,10 +8,11 @@ work per sub-env only where an episode starts or ends; when the call ends it han
 ended episodes and the chunks of the running ones.
 
 Episode objects exist while an episode runs only where something reads them: callbacks at
-its start (`on_episode_created`, `on_episode_start`) make one from the start, and an
-`on_episode_step` callback or a recurrent module (which reads its state from the episode)
-makes every episode's object get each step as it is taken (`record_steps`). The others are
-made from their rows when they end or are cut.
+its start (`on_episode_created`, `on_episode_start`) make one from the start; an
+`on_episode_step` callback reads each episode as a `LiveEpisode`, an object over its rows in the
+columns, made at its start and frozen into a view of its rows when it ends; a recurrent module
+(which reads its state from the episode) makes every episode's object get each step as it is
+taken (`steps_objects`). The others are made from their rows when they end or are cut.
 
 What is not in the loop lives in the runner: re-creating a vector env that raised
 (`EnvRunner._try_env_step`), starting fresh episodes (`EnvRunner._reset_all`), and the state a
@@ -32,7 +33,7 @@ import numpy as np
 
 from trainer.compat.rllib_utils import Columns
 from trainer.core.obs_tree import tree_map
-from trainer.env.episode import SingleAgentEpisode, new_episode_ids
+from trainer.env.episode import LiveEpisode, SingleAgentEpisode, new_episode_ids
 from trainer.env.episode_list import ColumnRows
 from trainer.env.vectorize import ASYNC, SYNC
 from trainer.runners.env_to_module_rows import LatestStepView, module_observations
@@ -208,9 +209,16 @@ class ColumnRecorder:
         #: Per sub-env, the row of its episode's first observation in `columns`.
         self.first_row = [1 if record.awaiting_reset else 0 for record in records]
         self.fires_step = callbacks.has("on_episode_step")
+        #: `on_episode_step` callbacks read each episode as a `LiveEpisode` of its rows (an
+        #: object from its start that gets no per-step appends).
+        self.live_views = self.fires_step and not self.steps_objects
+        #: The last step's terminated / truncated flags (what a `LiveEpisode` reads).
+        self.step_flags = (np.zeros(num_envs, bool), np.zeros(num_envs, bool))
         if self.steps_objects:
             for record in records:
                 record.resume()
+        elif self.live_views:
+            self._attach_live_episodes()
         #: Per sub-env, its episode's object; None for one started in this call without
         #: callbacks at its start, whose id and start time are in `ids` / `start_times`, and
         #: for one continued from the chunk the last call returned (`carried`).
@@ -255,7 +263,10 @@ class ColumnRecorder:
         #: Per sub-env, the event arguments, copied with the episode for one without object.
         self.base_kwargs = [runner._event_kwargs(i, None) for i in range(num_envs)]
         self.objects_at_start = (
-            self.fires_start or self.steps_objects or callbacks.has("on_episode_created")
+            self.fires_start
+            or self.fires_step
+            or self.steps_objects
+            or callbacks.has("on_episode_created")
         )
         self.sub_env_infos_of = (
             partial(sub_env_infos, runner.env, num_envs=num_envs)
@@ -274,6 +285,34 @@ class ColumnRecorder:
         #: The episodes ended in this call, then the chunks; where each is in `columns`.
         self.episodes: list[SingleAgentEpisode] = []
         self.where: list[ColumnRows | None] = []
+
+    def _attach_live_episodes(self) -> None:
+        """The episodes under way read this call's rows from now on: a chunk carried in
+        continues as a new `LiveEpisode`, one at its reset (a `LiveEpisode`:
+        `EnvRunner._records_each_step`) is attached."""
+        for i, record in enumerate(self.records):
+            chunk = record.cut_from
+            if chunk is not None:
+                successor = LiveEpisode.successor_of(chunk)
+                record.continue_with(successor)
+                successor.attach(self, i, successor._first_info)
+                # It starts from its chunk's last observation as the chunk holds it (a step
+                # callback may have set it); the module's input stays the vector env's.
+                self.columns.observations[0, i] = chunk.get_observations(-1)
+            elif not record.awaiting_reset:
+                episode = record.episode
+                assert isinstance(episode, LiveEpisode), RECORD_HAS_EPISODE
+                episode.attach(self, i, episode._last_info())
+
+    # -- what a LiveEpisode reads (`trainer.env.episode.LiveSource`) ---------------------------
+    def live_span(self, index: int) -> tuple[int, int]:
+        """Sub-env `index`'s episode's first row and the last row recorded."""
+        return self.first_row[index], self.columns.row
+
+    def live_ended(self, index: int) -> tuple[bool, bool]:
+        """Whether sub-env `index`'s last step terminated / truncated its episode."""
+        terminateds, truncateds = self.step_flags
+        return bool(terminateds[index]), bool(truncateds[index])
 
     def _column_observations(self, observations: Any) -> np.ndarray:
         """The observations a row of the columns holds: none (an empty row per sub-env) for
@@ -305,6 +344,10 @@ class ColumnRecorder:
         self.first_row = [row] * num_envs
         self.live = [record.episode for record in self.records]
         self.carried = [None] * num_envs
+        if self.live_views:
+            for i, episode in enumerate(self.live):
+                assert isinstance(episode, LiveEpisode), RECORD_HAS_EPISODE
+                episode.attach(self, i, episode._last_info())
         if self.pipeline is not None:
             self.episode_data = [data_of(episode) for episode in self.live]
         self.resetting = []
@@ -324,6 +367,7 @@ class ColumnRecorder:
         sub-envs stepped an episode. With `draining`, an episode that ends starts no next
         one: its sub-env idles."""
         obs, rewards, terminateds, truncateds, infos = results
+        self.step_flags = (terminateds, truncateds)
         if self.sub_env_infos_of is not None:
             infos = self.sub_env_infos_of(infos)
         failing = (
@@ -515,9 +559,14 @@ class ColumnRecorder:
         for i, new_id in zip(self.resetting, new_ids, strict=True):
             self.first_row[i] = row
             self.records[i].awaiting_reset = False
-            if self.live[i] is None:
+            episode = self.live[i]
+            if episode is None:
                 self.ids[i] = new_id
                 self.start_times[i] = now
+            elif self.live_views:  # its reset is the row
+                assert isinstance(episode, LiveEpisode), RECORD_HAS_EPISODE
+                episode.attach(self, i, self.columns.sub_env_infos(row, i))
+                episode._start_time = episode._last_step_time = now
             if self.pipeline is not None:
                 self.episode_data[i] = data_of(self.live[i])
 
@@ -525,6 +574,9 @@ class ColumnRecorder:
         """The objects of the episodes starting in this step get their reset (the module's
         observation); the start and step events fire."""
         if not self.resetting and not self.fires_step:
+            return
+        if self.live_views:  # (attached to their rows at the start: `_start_episodes`)
+            self._fire_start_and_step_events(self.resetting)
             return
         observations = unbatch(self.policy_obs, self.num_envs)
         started = []
@@ -542,6 +594,10 @@ class ColumnRecorder:
         (and RLlib's EnvRunner) fires them: `on_episode_start` for the episodes `started` in
         this step, `on_episode_step` for those under way."""
         fire_with = self.runner._callbacks.fire_with
+        if self.fires_step and not self.resetting and not self.idle:  # the common step
+            for record in self.records:
+                fire_with("on_episode_step", record.event_kwargs)
+            return
         for i in range(self.num_envs) if self.fires_step else started:
             if i in self.resetting:
                 if self.fires_start and i in started:
@@ -574,6 +630,17 @@ class ColumnRecorder:
                 rows_of = None
                 runner._finish_episode(record)
                 episode.to_numpy()
+            elif self.live_views:  # the object the callbacks had, now a view of its rows
+                assert isinstance(episode, LiveEpisode), RECORD_HAS_EPISODE
+                rows_of = None
+                episode.freeze(
+                    self.first_row[i],
+                    row,
+                    terminated=terminated_list[i],
+                    truncated=truncated_list[i],
+                    last_step_time=now,
+                )
+                runner._finish_episode(record)
             elif episode is not None:
                 rows_of = self.columns.fill(
                     episode, i, self.first_row[i], row, terminated_list[i], truncated_list[i]
@@ -736,6 +803,9 @@ class ColumnRecorder:
                     runner._create_episode(i)
                 continue
             if first == row:  # no steps in this call
+                if isinstance(episode, LiveEpisode) and self.live_views:
+                    episode.detach_at_reset(columns.observations[row, i])
+                    continue
                 if episode is None and self.carried[i] is None:
                     # Started in this call's last step without an object: it gets one, with
                     # its reset, to continue from in the next call.
@@ -757,6 +827,9 @@ class ColumnRecorder:
                 )  # fmt: skip
                 if chunk is None:
                     record.start(episode, {})
+            elif self.live_views:
+                assert isinstance(episode, LiveEpisode), RECORD_HAS_EPISODE
+                episode.freeze(first, row, terminated=False, truncated=False, last_step_time=now)
             elif self.steps_objects:  # its successor shares its data now
                 successor = episode.cut(len_lookback_buffer=1 if runner._stateful else 0)
                 record.episode = successor
