@@ -1257,6 +1257,44 @@ class EpisodeView(SingleAgentEpisode):
         )
         return episode
 
+    @classmethod
+    def ended(
+        cls,
+        source: ColumnSource,
+        id_: str,
+        index: int,
+        first: int,
+        last: int,
+        infos: list | int,
+        terminated: bool,
+        truncated: bool,
+        start_time: float,
+        end_time: float,
+    ) -> EpisodeView:
+        """`of_rows` for an episode that started at row `first` (its reset, `t_started` 0)
+        and ended at `last`, its slots set directly: the EnvRunner makes one per episode."""
+        episode = cls.__new__(cls)
+        episode._source = (source, index, first, last)
+        episode._rows = None
+        episode.id_ = id_
+        episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
+        episode._infos = _infos_buffer(infos)
+        episode.is_terminated = terminated
+        episode.is_truncated = truncated
+        episode.t_started = 0
+        episode.t = last - first
+        episode._observation_space = episode._action_space = None
+        episode.custom_data = {}
+        episode._temporary_timestep_data = {}
+        episode._start_time = start_time
+        episode._last_step_time = end_time
+        episode.env_index = index
+        episode._old = None
+        episode._return_before = 0.0
+        episode._env_runner = None
+        episode.connector_data = {}
+        return episode
+
     def rows(self) -> Any:
         """The rows' views (`ColumnRows`), making the buffers if not made yet."""
         if self._rows is None:
