@@ -73,10 +73,11 @@ def _whole_column_callbacks(events: list) -> dict:
     return {"on_episode_step": on_episode_step}
 
 
-@pytest.mark.parametrize("num_envs", [1, 3])
-def test_a_step_callback_reading_whole_columns_sees_the_per_step_loops_episode(num_envs):
+@pytest.mark.parametrize(("env", "num_envs"), [(_InfoEnv, 1), (_InfoEnv, 3), ("Pendulum-v1", 2)])
+def test_a_step_callback_reading_whole_columns_sees_the_per_step_loops_episode(env, num_envs):
+    """(Pendulum: Box actions and distribution inputs, rows of arrays.)"""
     events: list = []
-    config = _config(_InfoEnv, num_envs, callbacks=_whole_column_callbacks(events))
+    config = _config(env, num_envs, callbacks=_whole_column_callbacks(events))
     slow, _, _ = sample_both_ways(config, False, 3, num_timesteps=40)
     half = len(events)
     fast, _, _ = sample_both_ways(config, True, 3, num_timesteps=40)
