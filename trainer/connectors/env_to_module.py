@@ -42,63 +42,146 @@ PREV_ACTIONS_KEY = "prev_n_actions"
 PREV_REWARDS_KEY = "prev_n_rewards"
 
 
-#: Observations of at most this many numbers are filtered with Python floats, larger ones with
-#: numpy (see `MeanStdFilter.normalize_rows`).
-_FLOAT_LOOP_SIZE = 64
-
-
 class RunningStat:
-    """Count, mean and sum of squared deviations of a stream of arrays (Welford), mergeable
-    exactly with another (Chan et al.)."""
+    """Count `n`, `mean` and sum of squared deviations `m2` of a stream of arrays, pushed a
+    batch of rows at a time, mergeable exactly with another (Chan et al.).
+
+    It keeps running sums of the values' deviations from a `shift` near the mean:
+        s = sum(x - shift),   q = m2 when the shift was set + sum((x - shift) ** 2),
+        mean = shift + s / n,   m2 = q - s * (s / n).
+    A batch of rows adds to the sums row after row, the carried sums first
+    (`np.add.accumulate`): each row's statistics after its own push come for the whole batch
+    in a few numpy calls, and are the same to the bit however a stream is split into batches.
+    The shift moves to the mean when n reaches a power of two (and in `merged`, `from_state`):
+    then n (mean - shift)^2 <= m2, and m2 = q - s * s / n loses no precision to cancellation
+    (it agrees with Welford's one-at-a-time updates to float64 rounding)."""
 
     def __init__(self, shape: tuple[int, ...]):
-        self.n = 0
-        self.mean = np.zeros(shape, dtype=np.float64)
-        self.m2 = np.zeros(shape, dtype=np.float64)
+        self._set(0, np.zeros(shape, dtype=np.float64), np.zeros(shape, dtype=np.float64))
 
-    def push(self, x: np.ndarray) -> None:
-        self.n += 1
-        delta = x - self.mean
-        self.mean = self.mean + delta / self.n
-        self.m2 = self.m2 + delta * (x - self.mean)
+    def _set(self, n: int, mean: np.ndarray, m2: np.ndarray) -> None:
+        """These statistics, shifted to their mean."""
+        self.n, self.shift, self.s, self.q = n, mean, np.zeros_like(mean), m2
 
-    def lists(self) -> tuple[int, list[float], list[float]]:
-        """(n, mean, m2), the arrays as flat lists of Python floats."""
-        return self.n, self.mean.ravel().tolist(), self.m2.ravel().tolist()
+    @property
+    def mean(self) -> np.ndarray:
+        return self.shift + self.s / self.n if self.n else self.shift.copy()
 
-    def set_lists(self, mean: list[float], m2: list[float]) -> None:
-        """Takes the mean and m2 back from flat lists (see `lists`)."""
-        self.mean = np.array(mean, dtype=np.float64).reshape(self.mean.shape)
-        self.m2 = np.array(m2, dtype=np.float64).reshape(self.m2.shape)
-
-    def merged(self, other: RunningStat) -> RunningStat:
-        result = RunningStat(self.mean.shape)
-        result.n = self.n + other.n
-        if result.n == 0:
-            return result
-        delta = other.mean - self.mean
-        result.mean = self.mean + delta * (other.n / result.n)
-        result.m2 = self.m2 + other.m2 + delta * delta * (self.n * other.n / result.n)
-        return result
+    @property
+    def m2(self) -> np.ndarray:
+        return self.q - self.s * (self.s / self.n) if self.n else self.q.copy()
 
     @property
     def std(self) -> np.ndarray:
         # RLlib 2.60's RunningStat: the sample standard deviation, 0 below two values (a
-        # de-std'ed first observation is then divided by 1e-8 alone, and clipped).
+        # de-std'ed first observation is then divided by the filter's 1e-8 alone, and clipped;
+        # RLlib's filter adds SMALL_NUMBER, 1e-6, and takes the variance as float32).
         if self.n <= 1:
-            return np.zeros_like(self.mean)
+            return np.zeros_like(self.shift)
         return np.sqrt(np.maximum(self.m2 / (self.n - 1), 0.0))
 
+    def push(self, x: np.ndarray) -> None:
+        self.push_rows(np.asarray(x, dtype=np.float64)[None], each=False)
+
+    def push_rows(self, rows: np.ndarray, *, each: bool = True) -> Any:
+        """Pushes the rows of `rows` (float64) in order; returns each row's deviation from the
+        mean and the std (`std`'s rules), both right after its own push (unless not `each`:
+        None)."""
+        if 0 < len(rows) < (1 << self.n.bit_length()) - self.n:  # (most batches)
+            return self._push_part(rows, each)
+        parts = []
+        while len(rows):
+            room = (1 << self.n.bit_length()) - self.n  # rows until n is a power of two
+            parts.append(self._push_part(rows[:room], each))
+            rows = rows[room:]
+            if self.n & (self.n - 1) == 0:  # the shift moves to the mean
+                self._set(self.n, self.mean, self.m2)
+        if not each:
+            return None
+        if not parts:
+            return rows.copy(), rows.copy()
+        deviations, stds = zip(*parts, strict=True)
+        return np.concatenate(deviations), np.concatenate(stds)
+
+    def _push_part(self, rows: np.ndarray, each: bool) -> Any:
+        """`push_rows` of rows that take n up to the next power of two at most."""
+        n0, k = self.n, len(rows)
+        d = rows - self.shift
+        s = d.copy()
+        s[0] += self.s
+        s = _running_sums(s)  # each row's s after its push
+        q = d * d
+        q[0] += self.q
+        q = _running_sums(q)  # each row's q after its push
+        self.n, self.s, self.q = n0 + k, s[-1], q[-1]
+        if not each:
+            return None
+        n, n_1 = n0 + _counts(k, rows.shape[1:])  # each row's n after its push, and n - 1
+        a = s / n  # each row's mean - shift
+        m2 = q - s * a
+        var = m2 / n_1 if n0 else np.zeros_like(m2)  # (n0 == 0: one row, n == 1, std 0)
+        deviation = d - a
+        return deviation, np.sqrt(np.maximum(var, 0.0, out=var), out=var)
+
+    def merged(self, other: RunningStat) -> RunningStat:
+        result = RunningStat(self.shift.shape)
+        n = self.n + other.n
+        if n == 0:
+            return result
+        mean = self.mean
+        delta = other.mean - mean
+        result._set(
+            n,
+            mean + delta * (other.n / n),
+            self.m2 + other.m2 + delta * delta * (self.n * other.n / n),
+        )
+        return result
+
     def to_state(self) -> dict:
-        return {"n": self.n, "mean": self.mean.copy(), "m2": self.m2.copy()}
+        return {"n": self.n, "mean": self.mean, "m2": self.m2}
 
     @classmethod
     def from_state(cls, state: dict) -> RunningStat:
         stat = cls(np.shape(state["mean"]))
-        stat.n = int(state["n"])
-        stat.mean = np.array(state["mean"], dtype=np.float64)
-        stat.m2 = np.array(state["m2"], dtype=np.float64)
+        mean = np.array(state["mean"], dtype=np.float64)
+        stat._set(int(state["n"]), mean, np.array(state["m2"], dtype=np.float64))
         return stat
+
+
+#: Per (rows, shape of a row): each row's place in the batch and one less, 1, 2, ... and
+#: 0, 1, ... down the rows, as one array (`RunningStat._push_part`).
+_COUNTS: dict[tuple[int, tuple[int, ...]], np.ndarray] = {}
+
+
+def _counts(rows: int, shape: tuple[int, ...]) -> np.ndarray:
+    counts = _COUNTS.get((rows, shape))
+    if counts is None:
+        places = np.arange(1.0, rows + 1.0)
+        counts = np.stack([places, places - 1.0]).reshape((2, rows) + (1,) * len(shape))
+        if math.prod(shape) <= 64:  # small rows: as the rows' shape (numpy broadcasts slower)
+            counts = counts + np.zeros((2, rows) + shape)
+        _COUNTS[rows, shape] = counts
+    return counts
+
+
+def _running_sums(terms: np.ndarray) -> np.ndarray:
+    """The sums of `terms` down its rows, row after row, in place: numpy's accumulate for
+    narrow rows, one vector addition per row for wide ones (numpy accumulates down a wide
+    array an element at a time); the same additions either way."""
+    if terms[0].size <= 64:
+        return np.add.accumulate(terms, out=terms)
+    for i in range(1, len(terms)):
+        np.add(terms[i - 1], terms[i], out=terms[i])
+    return terms
+
+
+#: Batches of at most this many numbers are filtered with Python floats (the same arithmetic
+#: as numpy's, without its cost per call), larger ones with numpy (`normalize_rows`).
+_FLOAT_LOOP_SIZE = 32
+
+#: Rows pushed into the normalizing statistics wait for the buffer's push up to this many
+#: batches or bytes, or until the buffer is read (`MeanStdFilter._buffered`).
+_UNBUFFERED = (256, 1 << 20)
 
 
 class MeanStdFilter(ConnectorV2):
@@ -138,9 +221,13 @@ class MeanStdFilter(ConnectorV2):
         self._synced: RunningStat | None = None  # the merged statistics of the last sync
         self._buffer: RunningStat | None = None  # this runner's observations since then
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
-        #: (n, mean, m2) of `_stats` and `_buffer` as Python lists while small observations
-        #: are filtered (`_normalize_floats`); written back when the statistics are read.
+        #: `_stats` as [n, shift, s, q] (Python lists) while small batches are filtered
+        #: (`_normalize_floats`); written back when the statistics are read.
         self._hot: list | None = None
+        #: Rows pushed into `_stats`, not yet into `_buffer` (`_buffered` pushes them): (a
+        #: batch, the order of its rows pushed), and their bytes.
+        self._unbuffered: list[tuple[np.ndarray, list[int] | None]] = []
+        self._unbuffered_bytes = 0
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     # -- multi-agent: a filter per agent ------------------------------------------------------
@@ -203,17 +290,35 @@ class MeanStdFilter(ConnectorV2):
             RunningStat(shape),
         )
         self._hot = None
+        self._unbuffered, self._unbuffered_bytes = [], 0
+
+    def _normalizing(self) -> RunningStat:
+        """The normalizing statistics (`_stats`), with what `_normalize_floats` kept."""
+        if self._stats is None:
+            raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
+        if self._hot is not None:
+            stats, shape = self._stats, self._stats.shift.shape
+            stats.n, shift, s, q = self._hot
+            stats.shift, stats.s, stats.q = (np.reshape(v, shape) for v in (shift, s, q))
+            self._hot = None
+        return self._stats
+
+    def _buffered(self) -> RunningStat:
+        """The buffer (`_buffer`), the rows kept for it pushed (the same sums as pushing each
+        batch as it came)."""
+        assert self._buffer is not None, "made with the normalizing statistics"
+        if self._unbuffered:
+            batches = [rows if order is None else rows[order] for rows, order in self._unbuffered]
+            rows = batches[0] if len(batches) == 1 else np.concatenate(batches)
+            self._buffer.push_rows(rows, each=False)
+            self._unbuffered, self._unbuffered_bytes = [], 0
+        return self._buffer
 
     def _statistics(self) -> tuple[RunningStat, RunningStat, RunningStat]:
         """(synced, buffer, stats): made once the input observation space is known."""
-        if self._synced is None or self._buffer is None or self._stats is None:
-            raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
-        if self._hot is not None:
-            (self._stats.n, mean, m2), (self._buffer.n, bmean, bm2) = self._hot
-            self._hot = None
-            self._stats.set_lists(mean, m2)
-            self._buffer.set_lists(bmean, bm2)
-        return self._synced, self._buffer, self._stats
+        stats = self._normalizing()
+        assert self._synced is not None
+        return self._synced, self._buffered(), stats
 
     def normalize(self, observation: np.ndarray, *, update: bool) -> np.ndarray:
         """One observation, filtered (its statistics pushed first when `update`)."""
@@ -222,85 +327,83 @@ class MeanStdFilter(ConnectorV2):
     def normalize_rows(
         self, observations: np.ndarray, *, update: bool, order: list[int] | None = None
     ) -> np.ndarray:
-        """Each row of `observations` filtered in `order` (row indices; None: first to
-        last), as `normalize` one row after the other gives them, to the bit: with `update`,
-        a row is filtered by the statistics after its own push (into both the normalizing
-        statistics and the buffer). The float32 result has the rows' shape and order."""
+        """Each row of `observations` filtered in `order` (row indices; None: first to last),
+        as `normalize` one row after the other gives them, to the bit: with `update`, a row is
+        filtered by the statistics after its own push (into both the normalizing statistics
+        and the buffer), computed for all rows at once (`RunningStat.push_rows`, the same bits
+        however the rows come in batches). The float32 result has the rows' shape and order;
+        rows left out of `order` come back unfiltered."""
         x = np.asarray(observations)
-        if x[0].size <= _FLOAT_LOOP_SIZE and x.dtype.kind in "fiub":
-            return self._normalize_floats(x, update, order)
-        x = np.asarray(x, dtype=np.float64)
-        _, buffer, stats = self._statistics()
-        out = np.empty(x.shape, np.float32)
-        for k in range(len(x)) if order is None else order:
-            row = x[k]
-            if update:
-                stats.push(row)
-                buffer.push(row)
-            out[k] = self._filtered(row, stats.mean, stats.std)
+        kept = x.astype(np.float64)  # (a copy: the buffer's rows, `_buffered`)
+        if update:
+            self._unbuffered.append((kept, None if order is None else list(order)))
+            self._unbuffered_bytes += kept.nbytes
+            if len(self._unbuffered) >= _UNBUFFERED[0] or self._unbuffered_bytes >= _UNBUFFERED[1]:
+                self._buffered()
+            if 0 < kept.size <= _FLOAT_LOOP_SIZE:
+                return self._normalize_floats(kept, order)
+        index = None if order is None else np.array(order, dtype=np.intp)
+        rows = kept if index is None else kept.take(index, axis=0)
+        filtered = self._filtered(rows, update)
+        if index is None:
+            return filtered.astype(np.float32)
+        out = x.astype(np.float32)
+        out[index] = filtered
         return out
 
-    def _filtered(self, x: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-        if self.de_mean_to_zero:
-            x = x - mean
+    def _filtered(self, rows: np.ndarray, update: bool) -> np.ndarray:
+        """`rows` (float64) filtered in numpy (pushed first when `update`)."""
+        stats = self._normalizing()
+        if update:
+            deviation, std = stats.push_rows(rows)
+        else:
+            deviation, std = rows - stats.mean, stats.std
+        filtered = deviation if self.de_mean_to_zero else rows
         if self.de_std_to_one:
-            x = x / (std + 1e-8)
-        if self.clip_by_value is not None:
-            x = np.clip(x, -self.clip_by_value, self.clip_by_value)
-        return x
+            filtered = filtered / (std + 1e-8)
+        if self.clip_by_value is not None:  # (a NaN stays)
+            clip = self.clip_by_value
+            filtered = np.minimum(np.maximum(filtered, -clip), clip)
+        return filtered
 
-    def _normalize_floats(self, x: np.ndarray, update: bool, order: list[int] | None) -> np.ndarray:
-        """`normalize_rows` for small rows, as Python floats: Welford's steps and the filter
-        are the same IEEE operations (subtraction, division, multiplication, square root,
-        clipping) as numpy's in float64 (the rows' numbers are exact as Python floats),
-        without numpy calls per row; float32 rounding is numpy's, once for the batch. The
-        statistics stay Python lists between calls (`_hot`)."""
+    def _normalize_floats(self, rows: np.ndarray, order: list[int] | None) -> np.ndarray:
+        """`normalize_rows` of a few rows (float64), pushed: the same IEEE operations in the
+        same order as `RunningStat.push_rows` and the filter's in numpy (so the same bits) in
+        Python floats, without numpy's cost per call. The normalizing statistics stay Python
+        lists between such calls (`_hot`)."""
         hot = self._hot
         if hot is None:
-            _, buffer, stats = self._statistics()
-            hot = self._hot = [stats.lists(), buffer.lists()]
-        (n, mean, m2), (bn, bmean, bm2) = hot
-        de_mean, de_std, clip = self.de_mean_to_zero, self.de_std_to_one, self.clip_by_value
-        low = None if clip is None else -clip
-        sqrt = math.sqrt
-        features = range(len(mean))
-        out = x.reshape(len(x), -1).tolist()
+            stats = self._normalizing()
+            hot = [stats.n] + [v.ravel().tolist() for v in (stats.shift, stats.s, stats.q)]
+            self._hot = hot
+        n, shift, s, q = hot
+        de_mean, de_std = self.de_mean_to_zero, self.de_std_to_one
+        high = math.inf if self.clip_by_value is None else self.clip_by_value
+        low, sqrt = -high, math.sqrt
+        out = rows.reshape(len(rows), -1).tolist()
         for row in out if order is None else [out[i] for i in order]:
-            if update:
-                n += 1
-                bn += 1
-            k = n - 1
-            for j in features:
-                v = row[j]
-                m = mean[j]
-                s = m2[j]
-                if update:  # RunningStat.push, into the statistics and the buffer
-                    delta = v - m
-                    mean[j] = m = m + delta / n
-                    m2[j] = s = s + delta * (v - m)
-                    b = bmean[j]
-                    delta = v - b
-                    bmean[j] = b = b + delta / bn
-                    bm2[j] = bm2[j] + delta * (v - b)
-                if de_mean:
-                    v = v - m
-                if de_std:  # RunningStat.std: 0 below two values
-                    if k > 0:
-                        variance = s / k
-                        if variance < 0.0:  # np.maximum(variance, 0.0), a NaN kept
-                            variance = 0.0
-                        v = v / (sqrt(variance) + 1e-8)
-                    else:
-                        v = v / 1e-8
-                if low is not None:  # np.clip, a NaN kept
-                    if v < low:
-                        v = low
-                    elif v > clip:
-                        v = clip
+            n += 1
+            for j, value in enumerate(row):
+                d = value - shift[j]
+                s[j] = sj = d + s[j]
+                q[j] = qj = d * d + q[j]
+                a = sj / n
+                v = d - a if de_mean else value
+                if de_std:
+                    var = (qj - sj * a) / (n - 1) if n > 1 else 0.0
+                    if var < 0.0:  # np.maximum(var, 0.0): a NaN stays
+                        var = 0.0
+                    v = v / (sqrt(var) + 1e-8)
+                if v < low:  # np.minimum(np.maximum(v, low), high): a NaN stays
+                    v = low
+                elif v > high:
+                    v = high
                 row[j] = v
-        if update:
-            self._hot = [(n, mean, m2), (bn, bmean, bm2)]
-        return np.array(out, dtype=np.float32).reshape(x.shape)
+            if n & (n - 1) == 0:  # the shift moves to the mean (`RunningStat.push_rows`)
+                for j, sj in enumerate(s):
+                    shift[j], s[j], q[j] = shift[j] + sj / n, 0.0, q[j] - sj * (sj / n)
+        hot[0] = n
+        return np.array(out, dtype=np.float32).reshape(rows.shape)
 
     @property
     def transforms_rows(self) -> bool:
@@ -367,6 +470,7 @@ class MeanStdFilter(ConnectorV2):
             return
         self._synced = RunningStat.from_state(state["synced"])
         self._hot = None
+        self._unbuffered, self._unbuffered_bytes = [], 0
         self._buffer = (
             RunningStat.from_state(state["buffer"])
             if "buffer" in state
