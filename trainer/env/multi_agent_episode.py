@@ -27,18 +27,24 @@ import builtins
 import copy
 import importlib
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Collection
+from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 import gymnasium as gym
+import numpy as np
 
 from trainer.capabilities import OLD_API_STACK
 from trainer.checkpoints.codec import is_plain_data
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.spaces import batch, space_from_dict, space_to_dict
-from trainer.env.episode import ACTION_DIST_INPUTS, ACTION_LOGP, SingleAgentEpisode
+from trainer.env.episode import (
+    ACTION_DIST_INPUTS,
+    ACTION_LOGP,
+    SingleAgentEpisode,
+    new_episode_id,
+)
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 from trainer.errors import MultiAgentEnvError, UnsupportedCall
 
@@ -82,10 +88,20 @@ def plain_step_layout(
     exactly those with a next observation (at least one), each has its reward, and only they
     have done flags besides `"__all__"` (the part of a plain step that its dicts alone tell;
     `MultiAgentEpisode._is_plain_step` adds the episode's side)."""
+    return plain_layout(observations, actions.keys(), rewards, terminateds, truncateds)
+
+
+def plain_layout(
+    observations: MultiAgentDict,
+    acted: AbstractSet[AgentID],
+    rewards: MultiAgentDict,
+    terminateds: MultiAgentDict,
+    truncateds: MultiAgentDict,
+) -> bool:
+    """`plain_step_layout` with the agents that acted given as a set (or a dict's keys): for
+    a sampling loop that holds the acting agents' actions in a list, not a dict."""
     if not (
-        observations
-        and observations.keys() == actions.keys()
-        and rewards.keys() == observations.keys()
+        observations and observations.keys() == acted and rewards.keys() == observations.keys()
     ):
         return False
     for flags in (terminateds, truncateds):
@@ -200,7 +216,8 @@ class MultiAgentEpisode:
         own step; `agent_episode_ids` / `agent_module_ids` give agents their single-agent
         episode ids and module ids (else new ids, and the module from
         `agent_to_module_mapping_fn(agent_id, episode)`)."""
-        self.id_: str = id_ or uuid.uuid4().hex
+        # (32 random hex digits, as uuid.uuid4().hex, read from the OS in batches.)
+        self.id_: str = id_ or new_episode_id()
         self.agent_to_module_mapping_fn = (
             agent_to_module_mapping_fn or default_agent_to_module_mapping_fn
         )
@@ -287,8 +304,11 @@ class MultiAgentEpisode:
             f"(env_t={self.env_t}, env_t_started={self.env_t_started})"
         )
         infos = infos or {}
-        for agent_id, observation in observations.items():
+        for agent_id in observations:
             infos.get(agent_id)
+        if _all_in_boxes(self.observation_space, observations):
+            return
+        for agent_id, observation in observations.items():
             SingleAgentEpisode._check_space(
                 _space_of(self.observation_space, agent_id), observation, "observation"
             )
@@ -332,7 +352,9 @@ class MultiAgentEpisode:
             )
             if t:
                 _end_from_columns(episode, columns, agent_id)
-            mappings[agent_id].data = [*range(t + 1), *[self.SKIP_ENV_TS_TAG] * (num_steps - t)]
+            mappings[agent_id] = InfiniteLookbackBuffer.of_list(
+                [*range(t + 1), *[self.SKIP_ENV_TS_TAG] * (num_steps - t)]
+            )
         self._start_time = start_time
         if num_steps:
             for agent_id in columns.first_actors:
@@ -1913,8 +1935,38 @@ def _agent_set(agent_ids: Collection[AgentID] | AgentID | None) -> set[AgentID]:
     return {agent_ids}
 
 
+def _all_in_boxes(spaces: gym.Space | dict, observations: MultiAgentDict) -> bool:
+    """Whether each observation is in its agent's space, as `Box.contains` says, told at once
+    where every agent's space is a `Box` of one shape and dtype and each observation an array
+    of that shape and dtype (a new episode's reset: four array operations in all, not four
+    per agent). False where that does not hold or some observation is out of its bounds: then
+    each is checked on its own (and the first that does not fit raises)."""
+    rows, lows, highs = [], [], []
+    shape = dtype = None
+    for agent_id, observation in observations.items():
+        space = _space_of(spaces, agent_id)
+        if (
+            type(space) is not gym.spaces.Box
+            or type(observation) is not np.ndarray
+            or observation.dtype != space.dtype
+            or observation.shape != space.shape
+            or (shape is not None and (space.shape != shape or space.dtype != dtype))
+        ):
+            return False
+        shape, dtype = space.shape, space.dtype
+        rows.append(observation)
+        lows.append(space.low)
+        highs.append(space.high)
+    if not rows:
+        return True
+    stacked = np.array(rows)
+    return bool((stacked >= np.array(lows)).all() and (stacked <= np.array(highs)).all())
+
+
 def _space_of(spaces: gym.Space | dict, agent_id: AgentID) -> gym.Space | None:
     """An agent's space from a dict of spaces or a `gym.spaces.Dict` (None if absent)."""
+    if type(spaces) is dict:  # the EnvRunner's episodes (no ABC check: a Dict is a Mapping)
+        return spaces.get(agent_id)
     if isinstance(spaces, gym.spaces.Dict):
         return spaces.spaces.get(agent_id)
     if isinstance(spaces, dict):

@@ -45,7 +45,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_step_layout
+from trainer.env.multi_agent_episode import ALL_AGENTS, MultiAgentEpisode, plain_layout
+
+#: `AgentColumns.step_done` after a step in which no agent is done (shared, never changed).
+_NONE_DONE: frozenset = frozenset()
 
 
 class AgentColumns:
@@ -67,8 +70,10 @@ class AgentColumns:
         "start_time",
         "last_step_time",
         "continues",
+        "step_done",
         "_running",
         "_infos_seen",
+        "_appenders",
     )
 
     def __init__(self, episode: MultiAgentEpisode, observations: dict, infos: dict | None):
@@ -115,6 +120,20 @@ class AgentColumns:
         self.last_step_time: float | None = None
         #: Agents not yet done.
         self._running = len(self.actions)
+        #: The agents done in the last step recorded (they act no more).
+        self.step_done: set | frozenset = _NONE_DONE
+        #: Per agent: the `append` of its observations, actions, rewards, log-probs and
+        #: distribution inputs (what `record` writes each step).
+        self._appenders = {
+            agent_id: (
+                self.observations[agent_id].append,
+                self.actions[agent_id].append,
+                self.rewards[agent_id].append,
+                self.action_logp[agent_id].append,
+                self.action_dist_inputs[agent_id].append,
+            )
+            for agent_id in self.actions
+        }
         #: Whether a step brought infos (until then the steps' infos are left out: `{}`s).
         self._infos_seen = False
         #: Whether the episode began in an earlier chunk (no reset in the columns).
@@ -123,19 +142,29 @@ class AgentColumns:
     def record(
         self,
         observations: dict,
-        actions: dict,
+        actions: Any,
         rewards: dict,
         infos: Any,
         terminateds: dict,
         truncateds: dict,
-        action_logps: dict,
-        action_dist_inputs: dict,
+        action_logps: Any,
+        action_dist_inputs: Any,
+        agents: list | None = None,
     ) -> bool | None:
         """Appends a plain step to its agents' columns and returns whether the episode ended
         with it; returns None (and records nothing) for a step that is not plain.
-        `action_logps` and `action_dist_inputs` are the acting agents' (those of `actions`)."""
-        if type(infos) is not dict or not plain_step_layout(
-            observations, actions, rewards, terminateds, truncateds
+        `actions`, `action_logps` and `action_dist_inputs` are the acting agents' as dicts by
+        agent id, or, given `agents` (the acting agents, distinct), as lists in its order:
+        the rows of the runner's forward pass as they come, no dicts made per step."""
+        if agents is None:
+            if not (action_logps.keys() == actions.keys() == action_dist_inputs.keys()):
+                return None  # not PPO's and DQN's two outputs for each acting agent
+            agents = list(actions)
+            actions = list(actions.values())
+            action_logps = [action_logps[agent_id] for agent_id in agents]
+            action_dist_inputs = [action_dist_inputs[agent_id] for agent_id in agents]
+        if type(infos) is not dict or not plain_layout(
+            observations, set(agents), rewards, terminateds, truncateds
         ):
             return None
         if infos and not self._infos_seen:
@@ -146,22 +175,17 @@ class AgentColumns:
             for agent_id in observations:
                 info = infos.get(agent_id)
                 columns[agent_id].append({} if info is None else info)
-        # Column by column: one short loop each over the step's agents.
-        columns = self.observations
-        for agent_id, observation in observations.items():
-            columns[agent_id].append(observation)
-        columns = self.actions
-        for agent_id, action in actions.items():
-            columns[agent_id].append(action)
-        columns = self.rewards
-        for agent_id, reward in rewards.items():
-            columns[agent_id].append(reward or 0.0)  # (a zero reward as step by step: 0.0)
-        columns = self.action_logp
-        for agent_id, logp in action_logps.items():
-            columns[agent_id].append(logp)
-        columns = self.action_dist_inputs
-        for agent_id, dist_inputs in action_dist_inputs.items():
-            columns[agent_id].append(dist_inputs)
+        # One loop over the step's agents, through each agent's appenders (see `_start`).
+        appenders = self._appenders
+        for agent_id, action, logp, dist_inputs in zip(
+            agents, actions, action_logps, action_dist_inputs, strict=True
+        ):
+            add_observation, add_action, add_reward, add_logp, add_dist_inputs = appenders[agent_id]
+            add_observation(observations[agent_id])
+            add_action(action)
+            add_reward(rewards[agent_id] or 0.0)  # (a zero reward as step by step: 0.0)
+            add_logp(logp)
+            add_dist_inputs(dist_inputs)
         self.num_steps += 1
         if self.num_steps == 1:
             self.first_actors = tuple(observations)
@@ -185,6 +209,9 @@ class AgentColumns:
                     bool(truncateds.get(agent_id, False)) or is_truncated,
                     now,
                 )
+            self.step_done = set(ending)
+        else:
+            self.step_done = _NONE_DONE
         self.is_terminated = is_terminated
         self.is_truncated = is_truncated
         return is_terminated or is_truncated

@@ -148,6 +148,42 @@ class ModuleOutput(NamedTuple):
     state_rows: list[Any] | None = None
 
 
+#: No module yet (`_one_module_actions`: the acting agents' one module, once seen).
+_NO_MODULE = object()
+
+
+class _StepActions(NamedTuple):
+    """One step's actions and model outputs, by sub-env index: each sub-env's acting agents
+    and, in their order, their actions and PPO's and DQN's two model outputs (the lists a
+    forward pass gives; `AgentColumns.record` takes them as they are)."""
+
+    #: Each sub-env's acting agents, in the order of the lists below.
+    agents: dict[int, list]
+    #: The actions as the episodes record them ...
+    actions: dict[int, list]
+    #: ... and as the envs take them, by agent id.
+    env_actions: dict[int, dict]
+    #: Each acting agent's log-prob and distribution inputs, or None where `outputs`
+    #: holds the model outputs ...
+    logps: dict[int, list] | None
+    dist_inputs: dict[int, list] | None
+    #: ... every acting agent's outputs as one dict, by agent id, once a module returns
+    #: other than those two (None: the two above are all).
+    outputs: dict[int, dict] | None
+
+    def by_agent(self, index: int) -> tuple[dict, dict, dict]:
+        """Sub-env `index`'s actions, log-probs and distribution inputs as dicts by agent id
+        (as `MultiAgentEpisode.add_sampled_env_step` takes them)."""
+        agents = self.agents[index]
+        logps = {} if self.logps is None else dict(zip(agents, self.logps[index], strict=True))
+        dist_inputs = (
+            {}
+            if self.dist_inputs is None
+            else dict(zip(agents, self.dist_inputs[index], strict=True))
+        )
+        return dict(zip(agents, self.actions[index], strict=True)), logps, dist_inputs
+
+
 class _ModuleActions:
     """The actions of one module for a batch of observation rows: a default numpy module
     (logits or Q-values through the config's exploration), or a user's `RLModule`
@@ -177,6 +213,9 @@ class _ModuleActions:
         #: A recurrent torch module (`is_stateful()`, e.g. `use_lstm`): each row's state in
         #: comes from its agent's episode and its state out goes into the step's outputs.
         self.stateful = self.torch_view and bool(getattr(module, "stateful", False))
+        #: A numpy module (not a torch module's view) sampling Categorical actions: its
+        #: forward pass and draw in one call (`_numpy_categorical`).
+        self.numpy_categorical = self.categorical_sampling and not self.torch_view
 
     def forward(
         self, obs_rows: list[Any], explore: bool, agent_episodes: list[Any] | None = None
@@ -271,6 +310,8 @@ class _ModuleActions:
     ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
         """(actions as the episode records them, actions for the env, log-probs or None,
         distribution inputs (one row per observation) or None)."""
+        if self.numpy_categorical:
+            return self._numpy_categorical(obs_rows, explore, timestep)
         output = self.forward(obs_rows, explore)
         dist_inputs = output.dist_inputs
         if (
@@ -284,6 +325,22 @@ class _ModuleActions:
             acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
             return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
         return self.draw(output, explore, timestep)
+
+    def _numpy_categorical(
+        self, obs_rows: list[Any], explore: bool, timestep: int
+    ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
+        """`__call__` for a numpy module sampling Categorical actions (PPO's default): its
+        forward pass, then (a small batch past the random steps) the draw on Python lists."""
+        module = self.module
+        dist_inputs = module.dist_inputs(module.spaces.preprocess(_stack(obs_rows)))
+        if (
+            dist_inputs.size <= Categorical.SMALL
+            and dist_inputs.ndim == 2
+            and (not explore or timestep >= self.exploration.random_timesteps)
+        ):
+            acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
+            return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
+        return self.draw(ModuleOutput(dist_inputs), explore, timestep)
 
 
 def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
@@ -529,6 +586,11 @@ class MultiAgentEnvRunner(RunnerSetup):
         if self._observation_pieces:
             env = ObservationPiecesEnv(env, self._observation_pieces)
         return MultiAgentSubEnvGuard(env) if self._restart_sub_envs else env
+
+    def _stepper(self) -> Callable[..., tuple[int, int]]:
+        """What takes one step of every sub-env: `_step_recovering` where failed sub-envs are
+        re-created, else `_step` itself (a call less per step)."""
+        return self._step_recovering if self._restart_sub_envs else self._step
 
     def _step_recovering(
         self,
@@ -853,9 +915,10 @@ class MultiAgentEnvRunner(RunnerSetup):
         """Steps every sub-env until `timesteps` env steps or agent steps (`count_steps_by`)
         were taken; returns the env steps."""
         by_agents = self.config.count_steps_by == "agent_steps"
+        step = self._stepper()
         env_steps = agent_steps = 0
         while (agent_steps if by_agents else env_steps) < timesteps:
-            stepped_env, stepped_agents = self._step_recovering(explore, random_actions, done)
+            stepped_env, stepped_agents = step(explore, random_actions, done)
             env_steps += stepped_env
             agent_steps += stepped_agents
         return env_steps
@@ -922,6 +985,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         result that are not done (`MultiAgentEpisode.get_agents_to_act()`, kept here as the
         results come instead of read back from the episode each step)."""
         done = self._last_done[index]
+        if not done:  # (most steps: every agent of the last result acts)
+            return list(self._last_obs[index])
         return [agent_id for agent_id in self._last_obs[index] if agent_id not in done]
 
     def _step(
@@ -938,127 +1003,54 @@ class MultiAgentEnvRunner(RunnerSetup):
         assert env is not None, "sampling needs the sub-envs"
         indices = range(self.num_envs) if draining is None else sorted(draining)
         acting = {index: self._agents_to_act(index) for index in indices}
-        actions: dict[int, dict] = {index: {} for index in indices}
-        env_actions: dict[int, dict] = {index: {} for index in indices}
-        # PPO's and DQN's model outputs (log-prob and distribution inputs per agent), or,
-        # once a module returns anything else, every agent's outputs as one dict.
-        logps: dict[int, dict] = {index: {} for index in indices}
-        dist_inputs: dict[int, dict] = {index: {} for index in indices}
-        outputs: dict[int, dict] | None = None
-        if random_actions:
-            for index, agents in acting.items():
-                sub_env = env.envs[index].unwrapped
-                for agent_id in agents:
-                    action = sub_env.get_action_space(agent_id).sample()
-                    actions[index][agent_id] = env_actions[index][agent_id] = action
-            outputs = {index: {} for index in indices}
-        else:
-            # Rows of every module across the sub-envs: one forward pass per module.
-            rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
-            for index, agents in acting.items():
-                modules = self._agent_modules[index]
-                for agent_id in agents:
-                    module_id = modules.get(agent_id)
-                    if module_id is None:
-                        module_id = modules[agent_id] = self._module_of(index, agent_id)
-                    rows[module_id].append((index, agent_id))
-            last_obs = self._last_obs
-            others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]] = []
-            joint = self._joint_dist_inputs(rows, explore) if self._joint_forward else None
-            through_pieces = (
-                None
-                if self._module_to_env is None
-                else self._outputs_through_pieces(rows, explore, joint)
-            )
-            for module_id, where in rows.items():
-                obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
-                actor = self._actors[module_id]
-                logp: list[float] | None
-                state_rows = None
-                try:
-                    if through_pieces is None and joint is None and not actor.stateful:
-                        # The plain path (with its small-batch draw): forward, then draw.
-                        acted, for_env, logp, module_dist_inputs = actor(
-                            obs_rows, explore, self.global_timestep
-                        )
-                    else:
-                        output = (
-                            through_pieces[module_id]
-                            if through_pieces is not None
-                            else self._module_output(module_id, where, obs_rows, explore, joint)
-                        )
-                        state_rows = output.state_rows
-                        acted, for_env, logp, module_dist_inputs = actor.draw(
-                            output, explore, self.global_timestep
-                        )
-                except (ValueError, TypeError) as error:
-                    self._raise_explained(where, obs_rows, error)
-                for k, (index, agent_id) in enumerate(where):
-                    actions[index][agent_id] = acted[k]
-                    env_actions[index][agent_id] = for_env[k]
-                if logp is not None and module_dist_inputs is not None and state_rows is None:
-                    for k, (index, agent_id) in enumerate(where):
-                        logps[index][agent_id] = logp[k]
-                        dist_inputs[index][agent_id] = module_dist_inputs[k]
-                else:
-                    others.append((where, logp, module_dist_inputs, state_rows))
-            if others:
-                outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
+        step = (
+            self._random_actions(acting)
+            if random_actions
+            else self._module_actions_of(acting, explore)
+        )
+        agents, actions, env_actions, logps, dist_inputs, outputs = step
         env_steps = agent_steps = 0
         fire_step = self._callbacks.has("on_episode_step")
         by_column = self._columns
         pieces = self._episode_pieces
+        envs = env.envs
         #: With episode pieces: the episodes that ended in this step, shipped after the
         #: pieces' last run over them.
         ended_here: list[MultiAgentEpisode] = []
         for index in indices:
             episode = self._episodes[index]
             assert episode is not None
-            result = env.envs[index].step(env_actions[index])
+            result = envs[index].step(env_actions[index])
             try:
                 obs, rewards, terminateds, truncateds, infos = result
                 # A reward that is not one number (a string, None, an array) fails here, in
                 # one C loop, not later in the metrics or the learner.
                 math.fsum(rewards.values())
                 # A new episode's plain step goes into its columns (None: not taken).
-                sampled = (
-                    obs,
-                    actions[index],
-                    rewards,
-                    infos,
-                    terminateds,
-                    truncateds,
-                    logps[index],
-                    dist_inputs[index],
-                )
                 columns = by_column[index]
-                ended = None if columns is None or outputs is not None else columns.record(*sampled)
-                if ended is None:  # not taken: the episode object records the step
-                    self._fill(index)
-                    if outputs is None:
-                        episode.add_sampled_env_step(*sampled)
-                    else:
-                        episode.add_env_step(
-                            observations=obs,
-                            actions=actions[index],
-                            rewards=rewards,
-                            infos=infos,
-                            terminateds=terminateds,
-                            truncateds=truncateds,
-                            extra_model_outputs=outputs[index],
-                        )
-                    ended = episode.is_done
-                    self._count_agent_steps(index, obs)
-                self._last_obs[index] = obs
-                self._last_done[index] = (
-                    {
-                        agent_id
-                        for agent_id in obs
-                        if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
-                    }
-                    if any(terminateds.values()) or any(truncateds.values())
-                    else _NONE_DONE
+                ended = (
+                    None
+                    if columns is None or logps is None or dist_inputs is None
+                    else columns.record(
+                        obs,
+                        actions[index],
+                        rewards,
+                        infos,
+                        terminateds,
+                        truncateds,
+                        logps[index],
+                        dist_inputs[index],
+                        agents[index],
+                    )
                 )
+                if ended is None:  # not taken: the episode object records the step
+                    ended = self._add_step_to_episode(index, episode, result, step)
+                    done_agents = _done_agents(obs, terminateds, truncateds)
+                else:  # (the columns noted the agents done)
+                    assert columns is not None
+                    done_agents = columns.step_done
+                self._last_obs[index] = obs
+                self._last_done[index] = done_agents
                 agent_steps += len(obs)
             except Exception as error:
                 explained = self._explained(index, result, "step()")
@@ -1089,6 +1081,203 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.global_timestep += env_steps
         self.num_env_steps_stepped += env_steps
         return env_steps, agent_steps
+
+    def _add_step_to_episode(
+        self, index: int, episode: MultiAgentEpisode, result: tuple, step: _StepActions
+    ) -> bool:
+        """Records sub-env `index`'s step `result` (taken with `step`'s actions) through its
+        episode object (its columns, if any, filled in first). Returns whether the episode
+        is done."""
+        obs, rewards, terminateds, truncateds, infos = result
+        self._fill(index)
+        actions, logps, dist_inputs = step.by_agent(index)
+        if step.outputs is None:  # PPO's and DQN's two model outputs
+            episode.add_sampled_env_step(
+                obs, actions, rewards, infos, terminateds, truncateds, logps, dist_inputs
+            )
+        else:
+            episode.add_env_step(
+                observations=obs,
+                actions=actions,
+                rewards=rewards,
+                infos=infos,
+                terminateds=terminateds,
+                truncateds=truncateds,
+                extra_model_outputs=step.outputs[index],
+            )
+        self._count_agent_steps(index, obs)
+        return episode.is_done
+
+    def _random_actions(self, acting: dict[int, list[Any]]) -> _StepActions:
+        """Actions drawn from each acting agent's action space (no model outputs)."""
+        env = self.env
+        assert env is not None, "sampling needs the sub-envs"
+        actions: dict[int, list] = {}
+        for index, agents in acting.items():
+            sub_env = env.envs[index].unwrapped
+            actions[index] = [sub_env.get_action_space(agent_id).sample() for agent_id in agents]
+        return _StepActions(
+            acting,
+            actions,
+            {
+                index: dict(zip(agents, actions[index], strict=True))
+                for index, agents in acting.items()
+            },
+            None,
+            None,
+            {index: {} for index in acting},
+        )
+
+    def _rows_by_module(self, acting: dict[int, list[Any]]) -> dict[Any, list[tuple[int, Any]]]:
+        """Each acting module's rows, (sub-env, agent) pairs in acting order: one forward
+        pass per module over them."""
+        rows: dict[Any, list[tuple[int, Any]]] = defaultdict(list)
+        for index, agents in acting.items():
+            modules = self._agent_modules[index]
+            for agent_id in agents:
+                module_id = modules.get(agent_id)
+                if module_id is None:
+                    module_id = modules[agent_id] = self._module_of(index, agent_id)
+                rows[module_id].append((index, agent_id))
+        return rows
+
+    def _module_actions_of(self, acting: dict[int, list[Any]], explore: bool) -> _StepActions:
+        """The acting agents' actions and model outputs from their modules: the common step
+        (every acting agent with one module without recurrent state, no module-to-env pieces,
+        no container running the modules together) in one forward pass handed out per sub-env
+        (`_one_module_actions`); any other by module and row (`_actions_by_rows`)."""
+        if self._module_to_env is None and not self._joint_forward:
+            step = self._one_module_actions(acting, explore)
+            if step is not None:
+                return step
+        return self._actions_by_rows(acting, explore)
+
+    def _one_module_actions(
+        self, acting: dict[int, list[Any]], explore: bool
+    ) -> _StepActions | None:
+        """`_module_actions_of` where every acting agent maps to one module without recurrent
+        state (None otherwise): one forward pass over the agents' rows in acting order (by
+        sub-env, then agent), its outputs handed to each sub-env's agents as slices of that
+        order. Agents not yet mapped in their episode are mapped here, in acting order (up to
+        the first agent of a second module: `_rows_by_module` maps the rest in that order)."""
+        last_obs, agent_modules = self._last_obs, self._agent_modules
+        sole = _NO_MODULE
+        obs_rows: list[Any] = []
+        for index, agents in acting.items():
+            modules, obs = agent_modules[index], last_obs[index]
+            for agent_id in agents:
+                module_id = modules.get(agent_id)
+                if module_id is None:
+                    module_id = modules[agent_id] = self._module_of(index, agent_id)
+                if module_id != sole:
+                    if sole is not _NO_MODULE:
+                        return None
+                    sole = module_id
+                obs_rows.append(obs[agent_id])
+        if sole is _NO_MODULE:
+            return None  # no agent acts
+        actor = self._actors[sole]
+        if actor.stateful:
+            return None
+        try:
+            acted, for_env, logp, module_dist_inputs = actor(
+                obs_rows, explore, self.global_timestep
+            )
+        except (ValueError, TypeError) as error:
+            where = [(index, agent_id) for index, agents in acting.items() for agent_id in agents]
+            self._raise_explained(where, obs_rows, error)
+        plain = logp is not None and module_dist_inputs is not None
+        actions: dict[int, list] = {}
+        env_actions: dict[int, dict] = {}
+        logps: dict[int, list] = {}
+        dist_inputs: dict[int, list] = {}
+        # (Rows by index: iterating an array ends in an IndexError, whose message costs.)
+        dist_rows = [module_dist_inputs[k] for k in range(len(obs_rows))] if plain else []
+        start = 0
+        for index, agents in acting.items():
+            end = start + len(agents)
+            actions[index] = acted[start:end]
+            env_actions[index] = dict(zip(agents, for_env[start:end], strict=True))
+            if plain:
+                assert logp is not None
+                logps[index] = logp[start:end]
+                dist_inputs[index] = dist_rows[start:end]
+            start = end
+        if plain:
+            return _StepActions(acting, actions, env_actions, logps, dist_inputs, None)
+        where = [(index, agent_id) for index, agents in acting.items() for agent_id in agents]
+        no_outputs: dict[int, dict] = {index: {} for index in acting}
+        outputs = self._outputs_per_agent(
+            acting, no_outputs, no_outputs, [(where, logp, module_dist_inputs, None)]
+        )
+        return _StepActions(acting, actions, env_actions, None, None, outputs)
+
+    def _actions_by_rows(self, acting: dict[int, list[Any]], explore: bool) -> _StepActions:
+        """`_module_actions_of` for any step: a forward pass per module (or the container's
+        over all, `_joint_forward`), the config's module-to-env pieces, recurrent modules'
+        states; the outputs handed out row by row."""
+        indices = list(acting)
+        actions: dict[int, dict] = {index: {} for index in indices}
+        env_actions: dict[int, dict] = {index: {} for index in indices}
+        # PPO's and DQN's model outputs (log-prob and distribution inputs per agent), or,
+        # once a module returns anything else, every agent's outputs as one dict.
+        logps: dict[int, dict] = {index: {} for index in indices}
+        dist_inputs: dict[int, dict] = {index: {} for index in indices}
+        outputs: dict[int, dict] | None = None
+        rows = self._rows_by_module(acting)
+        last_obs = self._last_obs
+        others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]] = []
+        joint = self._joint_dist_inputs(rows, explore) if self._joint_forward else None
+        through_pieces = (
+            None
+            if self._module_to_env is None
+            else self._outputs_through_pieces(rows, explore, joint)
+        )
+        for module_id, where in rows.items():
+            obs_rows = [last_obs[index][agent_id] for index, agent_id in where]
+            actor = self._actors[module_id]
+            logp: list[float] | None
+            state_rows = None
+            try:
+                if through_pieces is None and joint is None and not actor.stateful:
+                    # The plain path (with its small-batch draw): forward, then draw.
+                    acted, for_env, logp, module_dist_inputs = actor(
+                        obs_rows, explore, self.global_timestep
+                    )
+                else:
+                    output = (
+                        through_pieces[module_id]
+                        if through_pieces is not None
+                        else self._module_output(module_id, where, obs_rows, explore, joint)
+                    )
+                    state_rows = output.state_rows
+                    acted, for_env, logp, module_dist_inputs = actor.draw(
+                        output, explore, self.global_timestep
+                    )
+            except (ValueError, TypeError) as error:
+                self._raise_explained(where, obs_rows, error)
+            for k, (index, agent_id) in enumerate(where):
+                actions[index][agent_id] = acted[k]
+                env_actions[index][agent_id] = for_env[k]
+            if logp is not None and module_dist_inputs is not None and state_rows is None:
+                for k, (index, agent_id) in enumerate(where):
+                    logps[index][agent_id] = logp[k]
+                    dist_inputs[index][agent_id] = module_dist_inputs[k]
+            else:
+                others.append((where, logp, module_dist_inputs, state_rows))
+        agents = {index: list(by_agent) for index, by_agent in actions.items()}
+        action_rows = {index: list(by_agent.values()) for index, by_agent in actions.items()}
+        if others:
+            outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
+            return _StepActions(agents, action_rows, env_actions, None, None, outputs)
+        return _StepActions(
+            agents,
+            action_rows,
+            env_actions,
+            {index: [logps[index][a] for a in agents[index]] for index in indices},
+            {index: [dist_inputs[index][a] for a in agents[index]] for index in indices},
+            None,
+        )
 
     def _module_output(
         self,
@@ -1239,46 +1428,31 @@ class MultiAgentEnvRunner(RunnerSetup):
     # -- metrics -----------------------------------------------------------------------------
     def _log_episode_metrics(self) -> None:
         """Logs each ended episode's return, length, duration and its per-agent and
-        per-module returns (RLlib's keys), its earlier chunks included."""
+        per-module returns (RLlib's keys), its earlier chunks included: one `log_values` per
+        metric with its values in episode order (a `log_value` per metric, agent and episode
+        cost more than the episode's steps), the metrics made in the order per-episode
+        `log_dict` calls would make them."""
+        if not self._ended:
+            return
         window = max(
             1,
             math.ceil(
                 self.config.metrics_num_episodes_for_smoothing / (self.config.num_env_runners or 1)
             ),
         )
-        log_dict = self.metrics.log_dict
+        #: Per (metric key, reduce): its values, one per episode (first seen, first made).
+        values: dict[tuple[Any, str], list] = {}
         for episode, prev_chunks in self._ended:
-            length, ret, duration = 0, 0.0, 0.0
-            agent_returns: dict[str, float] = defaultdict(float)
-            agent_steps: dict[str, int] = defaultdict(int)
-            module_returns: dict[str, float] = defaultdict(float)
-            for part in [*prev_chunks, episode]:
-                length += part.env_steps()
-                ret += part.get_return()
-                duration += part.get_duration_s()
-                for agent_id, agent_episode in part.agent_episodes.items():
-                    agent_return = agent_episode.get_return()
-                    agent_returns[str(agent_id)] += agent_return
-                    agent_steps[str(agent_id)] += len(agent_episode)
-                    module_returns[str(agent_episode.module_id)] += agent_return
-            log_dict(
-                {
-                    EPISODE_LEN_MEAN: length,
-                    EPISODE_RETURN_MEAN: ret,
-                    EPISODE_DURATION_SEC_MEAN: duration,
-                    EPISODE_AGENT_RETURN_MEAN: dict(agent_returns),
-                    EPISODE_AGENT_STEPS: dict(agent_steps),
-                    EPISODE_MODULE_RETURN_MEAN: dict(module_returns),
-                },
-                window=window,
-            )
-            log_dict(
-                {EPISODE_LEN_MIN: length, EPISODE_RETURN_MIN: ret}, reduce="min", window=window
-            )
-            log_dict(
-                {EPISODE_LEN_MAX: length, EPISODE_RETURN_MAX: ret}, reduce="max", window=window
-            )
+            for key_and_reduce, value in _episode_metric_values(episode, prev_chunks):
+                found = values.get(key_and_reduce)
+                if found is None:
+                    values[key_and_reduce] = [value]
+                else:
+                    found.append(value)
         self._ended.clear()
+        log_values = self.metrics.log_values
+        for (key, reduce), metric_values in values.items():
+            log_values(key, metric_values, reduce=reduce, window=window)
 
     def _log_sample_metrics(self, env_steps: int, episodes: int) -> None:
         self._log_episode_metrics()
@@ -1628,6 +1802,57 @@ class MultiAgentEnvRunner(RunnerSetup):
         if self.env is not None:
             self.env.close()
             self.env = None
+
+
+def _done_agents(obs: dict, terminateds: dict, truncateds: dict) -> set | frozenset:
+    """The agents of a step's result that are done (they act no more)."""
+    if not (any(terminateds.values()) or any(truncateds.values())):
+        return _NONE_DONE
+    return {
+        agent_id
+        for agent_id in obs
+        if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
+    }
+
+
+def _episode_metric_values(
+    episode: MultiAgentEpisode, prev_chunks: list[MultiAgentEpisode]
+) -> list[tuple[tuple[Any, str], Any]]:
+    """An ended episode's metrics, its earlier chunks included, as ((key, reduce), value)
+    pairs in the order RLlib's runner logs them: length, return and duration, each agent's
+    return and steps and each module's return (means), then the length and return again as
+    minimum and maximum."""
+    length, ret, duration = 0, 0.0, 0.0
+    agent_returns: dict[str, float] = defaultdict(float)
+    agent_steps: dict[str, int] = defaultdict(int)
+    module_returns: dict[str, float] = defaultdict(float)
+    for part in [*prev_chunks, episode]:
+        length += part.env_steps()
+        ret += part.get_return()
+        duration += part.get_duration_s()
+        for agent_id, agent_episode in part.agent_episodes.items():
+            agent_return = agent_episode.get_return()
+            agent_returns[str(agent_id)] += agent_return
+            agent_steps[str(agent_id)] += len(agent_episode)
+            module_returns[str(agent_episode.module_id)] += agent_return
+    pairs: list[tuple[tuple[Any, str], Any]] = [
+        ((EPISODE_LEN_MEAN, "mean"), length),
+        ((EPISODE_RETURN_MEAN, "mean"), ret),
+        ((EPISODE_DURATION_SEC_MEAN, "mean"), duration),
+    ]
+    for group, by_id in (
+        (EPISODE_AGENT_RETURN_MEAN, agent_returns),
+        (EPISODE_AGENT_STEPS, agent_steps),
+        (EPISODE_MODULE_RETURN_MEAN, module_returns),
+    ):
+        pairs.extend((((group, name), "mean"), value) for name, value in by_id.items())
+    pairs += [
+        ((EPISODE_LEN_MIN, "min"), length),
+        ((EPISODE_RETURN_MIN, "min"), ret),
+        ((EPISODE_LEN_MAX, "max"), length),
+        ((EPISODE_RETURN_MAX, "max"), ret),
+    ]
+    return pairs
 
 
 # RLlib's EnvRunner is the base of both kinds of runner: a MultiAgentEnvRunner is an EnvRunner.
