@@ -43,7 +43,7 @@ def test_running_stats_merge_exactly():
 
 def test_mean_std_filter_divides_by_rllibs_std_below_two_observations():
     """RLlib 2.60's RunningStat has std 0 until it has seen two values: a de-std'ed first
-    observation is divided by 1e-8 alone and clipped; from the second on, by the sample std."""
+    observation is divided by RLlib's SMALL_NUMBER (1e-6) alone and clipped; from the second on, by the sample std."""
     space = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
     piece = MeanStdFilter(
         input_observation_space=space,
@@ -63,7 +63,7 @@ def test_mean_std_filter_divides_by_rllibs_std_below_two_observations():
         outputs.append(episode.get_observations(-1))
     np.testing.assert_array_equal(outputs[0], [5.0, -5.0])
     std = np.array([[0.5, -2.0], [1.5, 2.0]]).std(axis=0, ddof=1)
-    np.testing.assert_allclose(outputs[1], np.array([1.5, 2.0]) / std, rtol=1e-6)
+    np.testing.assert_allclose(outputs[1], np.array([1.5, 2.0]) / (std + 1e-6), rtol=1e-6)
 
 
 class RecordObservations(RLlibCallback):

@@ -46,7 +46,7 @@ class Welford:
         self.mean = self.mean + delta / self.n
         self.m2 = self.m2 + delta * (x - self.mean)
         std = np.sqrt(np.maximum(self.m2 / (self.n - 1), 0.0)) if self.n > 1 else 0.0 * x
-        out = (x - self.mean) / (std + 1e-8)
+        out = (x - self.mean) / (std + 1e-6)
         return (out if clip is None else np.clip(out, -clip, clip)).astype(np.float32)
 
 
@@ -198,7 +198,7 @@ def test_a_pipeline_call_over_episodes_is_the_rows_call():
 
 
 def test_the_first_row_a_nan_and_no_update_follow_rllibs_rules():
-    # The first push: std 0, the row de-meaned to 0; not de-meaned: divided by 1e-8, clipped.
+    # The first push: std 0, the row de-meaned to 0; not de-meaned: divided by 1e-6, clipped.
     assert _piece((2,)).normalize(np.array([3.0, -1.0]), update=True).tolist() == [0.0, 0.0]
     raw = _piece((2,), de_mean_to_zero=False).normalize(np.array([3.0, -1.0]), update=True)
     assert raw.tolist() == [CLIP, -CLIP]
@@ -283,11 +283,8 @@ def _vector_steps(rng: np.random.Generator) -> list[tuple[np.ndarray, list[int]]
     return steps
 
 
-def test_rllibs_filter_one_row_at_a_time_gives_the_same_rows_and_statistics(monkeypatch):
+def test_rllibs_filter_one_row_at_a_time_gives_the_same_rows_and_statistics():
     rllib_filters = _rllib("ray.rllib.utils.filter")
-    # RLlib divides by std + SMALL_NUMBER (1e-6), ours by std + 1e-8: set alike here (the
-    # difference: `test_rllib_divides_by_std_plus_1e_6`).
-    monkeypatch.setattr(rllib_filters, "SMALL_NUMBER", 1e-8)
     rllib, ours = rllib_filters.MeanStdFilter((4,), clip=CLIP), _piece((4,))
     for rows, order in _vector_steps(np.random.default_rng(9)):
         expected = np.empty_like(rows)
@@ -303,10 +300,9 @@ def test_rllibs_filter_one_row_at_a_time_gives_the_same_rows_and_statistics(monk
         np.testing.assert_allclose(state["m2"], stat.sum_sq_diff_array, rtol=1e-12)
 
 
-def test_rllibs_env_to_module_connector_gives_the_same_rows_and_statistics(monkeypatch):
+def test_rllibs_env_to_module_connector_gives_the_same_rows_and_statistics():
     rllib_connector = _rllib("ray.rllib.connectors.env_to_module.mean_std_filter")
     RLlibEpisode = _rllib("ray.rllib.env.single_agent_episode").SingleAgentEpisode
-    monkeypatch.setattr(_rllib("ray.rllib.utils.filter"), "SMALL_NUMBER", 1e-8)  # (as above)
     space, actions = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2)
     rllib = rllib_connector.MeanStdFilter(clip_by_value=CLIP)
     rllib.input_observation_space = space  # (its __init__ sets the clip after the spaces)
@@ -329,12 +325,12 @@ def test_rllibs_env_to_module_connector_gives_the_same_rows_and_statistics(monke
     np.testing.assert_allclose(state["m2"], stat.sum_sq_diff_array, rtol=1e-12)
 
 
-def test_rllib_divides_by_std_plus_1e_6():
-    """A difference from RLlib 2.60: its filter adds `SMALL_NUMBER` (1e-6) to the std, this
-    one 1e-8 (and the exported graph folds 1e-8 in): the rows differ by about 1e-6 / std."""
+def test_the_std_gets_rllibs_small_number_as_rllibs_filter_adds_it():
+    """RLlib 2.60's filter divides by the std plus `SMALL_NUMBER` (1e-6), as this one does
+    (and the exported graph folds it in)."""
     rllib = _rllib("ray.rllib.utils.filter").MeanStdFilter((1,), clip=CLIP)
     ours = _piece((1,))
     rows = np.array([[0.1], [1.1]], np.float32)
     expected = [rllib(row, update=True) for row in rows]
-    assert ours.normalize_rows(rows, update=True)[1] == np.float32(0.5 / (np.sqrt(0.5) + 1e-8))
+    assert ours.normalize_rows(rows, update=True)[1] == np.float32(0.5 / (np.sqrt(0.5) + 1e-6))
     np.testing.assert_allclose(expected[1], 0.5 / (np.sqrt(0.5) + 1e-6), rtol=1e-7)

@@ -42,6 +42,10 @@ PREV_ACTIONS_KEY = "prev_n_actions"
 PREV_REWARDS_KEY = "prev_n_rewards"
 
 
+#: What the filter adds to the std before dividing by it: RLlib 2.60's `SMALL_NUMBER`.
+SMALL_NUMBER = 1e-6
+
+
 class RunningStat:
     """Count `n`, `mean` and sum of squared deviations `m2` of a stream of arrays, pushed a
     batch of rows at a time, mergeable exactly with another (Chan et al.).
@@ -74,8 +78,8 @@ class RunningStat:
     @property
     def std(self) -> np.ndarray:
         # RLlib 2.60's RunningStat: the sample standard deviation, 0 below two values (a
-        # de-std'ed first observation is then divided by the filter's 1e-8 alone, and clipped;
-        # RLlib's filter adds SMALL_NUMBER, 1e-6, and takes the variance as float32).
+        # de-std'ed first observation is then divided by SMALL_NUMBER alone, and clipped;
+        # RLlib's filter takes the variance as float32).
         if self.n <= 1:
             return np.zeros_like(self.shift)
         return np.sqrt(np.maximum(self.m2 / (self.n - 1), 0.0))
@@ -360,7 +364,7 @@ class MeanStdFilter(ConnectorV2):
             deviation, std = rows - stats.mean, stats.std
         filtered = deviation if self.de_mean_to_zero else rows
         if self.de_std_to_one:
-            filtered = filtered / (std + 1e-8)
+            filtered = filtered / (std + SMALL_NUMBER)
         if self.clip_by_value is not None:  # (a NaN stays)
             clip = self.clip_by_value
             filtered = np.minimum(np.maximum(filtered, -clip), clip)
@@ -393,7 +397,7 @@ class MeanStdFilter(ConnectorV2):
                     var = (qj - sj * a) / (n - 1) if n > 1 else 0.0
                     if var < 0.0:  # np.maximum(var, 0.0): a NaN stays
                         var = 0.0
-                    v = v / (sqrt(var) + 1e-8)
+                    v = v / (sqrt(var) + SMALL_NUMBER)
                 if v < low:  # np.minimum(np.maximum(v, low), high): a NaN stays
                     v = low
                 elif v > high:

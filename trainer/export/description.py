@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from trainer.connectors.env_to_module import MeanStdFilter, RunningStat
+from trainer.connectors.env_to_module import SMALL_NUMBER, MeanStdFilter, RunningStat
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.policy_description import (
     ACTION_SPACE,
@@ -172,7 +172,7 @@ def describer_of(module: Any) -> Describer | None:
 
 def _describe_filter(pipeline: Any, obs_space: gym.Space, description: PolicyDescription) -> None:
     """The env-to-module pipeline's MeanStdFilter as constants: its running mean, and its std
-    plus the filter's 1e-8 (the scale the observation is divided by); clipped as it clips."""
+    plus the filter's `SMALL_NUMBER` (the scale the observation is divided by); clipped as it clips."""
     if pipeline is None:
         return
     for piece in pipeline.connectors:
@@ -189,7 +189,7 @@ def _describe_filter(pipeline: Any, obs_space: gym.Space, description: PolicyDes
         )
         shape = obs_space.shape or ()
         mean = stats.mean if piece.de_mean_to_zero else np.zeros(shape)
-        scale = stats.std + 1e-8 if piece.de_std_to_one else np.ones(shape)
+        scale = stats.std + SMALL_NUMBER if piece.de_std_to_one else np.ones(shape)
         description.spec[FILTER] = {
             MEAN: description.add("filter.mean", np.ravel(mean)),
             SCALE: description.add("filter.scale", np.ravel(scale)),
