@@ -1157,17 +1157,6 @@ def _as_items(rows: np.ndarray) -> list:
     return rows.tolist() if rows.ndim == 1 else list(rows.copy())
 
 
-def _set_list_columns(episode: SingleAgentEpisode) -> None:
-    """Sets an episode's four columns as empty recording buffers, through the base class's own
-    slots (as `_empty_columns` without spaces)."""
-    _OBSERVATIONS.__set__(episode, InfiniteLookbackBuffer.of_list([]))
-    _ACTIONS.__set__(episode, InfiniteLookbackBuffer.of_list([]))
-    rewards_buffer = InfiniteLookbackBuffer.of_list([])
-    rewards_buffer._space = rewards_buffer.space_struct = REWARD_SPACE
-    _REWARDS.__set__(episode, rewards_buffer)
-    _EXTRA_MODEL_OUTPUTS.__set__(episode, {})
-
-
 class ColumnSource(Protocol):
     """Step columns an `EpisodeView` reads its rows from (`trainer.runners.step_columns`)."""
 
@@ -1255,44 +1244,6 @@ class EpisodeView(SingleAgentEpisode):
             start_time=start_time,
             last_step_time=last_step_time,
         )
-        return episode
-
-    @classmethod
-    def ended(
-        cls,
-        source: ColumnSource,
-        id_: str,
-        index: int,
-        first: int,
-        last: int,
-        infos: list | int,
-        terminated: bool,
-        truncated: bool,
-        start_time: float,
-        end_time: float,
-    ) -> EpisodeView:
-        """`of_rows` for an episode that started at row `first` (its reset, `t_started` 0)
-        and ended at `last`, its slots set directly: the EnvRunner makes one per episode."""
-        episode = cls.__new__(cls)
-        episode._source = (source, index, first, last)
-        episode._rows = None
-        episode.id_ = id_
-        episode.agent_id = episode.module_id = episode.multi_agent_episode_id = None
-        episode._infos = _infos_buffer(infos)
-        episode.is_terminated = terminated
-        episode.is_truncated = truncated
-        episode.t_started = 0
-        episode.t = last - first
-        episode._observation_space = episode._action_space = None
-        episode.custom_data = {}
-        episode._temporary_timestep_data = {}
-        episode._start_time = start_time
-        episode._last_step_time = end_time
-        episode.env_index = index
-        episode._old = None
-        episode._return_before = 0.0
-        episode._env_runner = None
-        episode.connector_data = {}
         return episode
 
     def rows(self) -> Any:
@@ -1415,7 +1366,7 @@ class LiveEpisode(EpisodeView):
             start_time=None,
             last_step_time=None,
         )
-        _set_list_columns(episode)
+        episode._empty_columns(None, None)
         return episode
 
     @classmethod

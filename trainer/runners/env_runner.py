@@ -1308,8 +1308,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     def _records_each_step(self) -> bool:
         """Whether the rollout loop gives every episode its object, which gets each step as
         it is taken: per-sub-env restarts (in this process or in "async" mode's children)
-        drop it and count its steps, a recurrent module reads its state from it, observations (the env's or the pipeline's) that are
-        Dict / Tuple fit no column, or an episode under way already has steps in its chunk
+        drop it and count its steps, a recurrent module reads its state from it,
+        observations (the env's or the pipeline's) that are Dict / Tuple fit no column, or an episode under way already has steps in its chunk
         (restored from a state taken in the middle of a call, e.g. by a callback), or one
         that an `on_episode_step` callback reads is not a `LiveEpisode`. Otherwise episodes
         are made from the columns when they end or are cut (an `on_episode_step` callback

@@ -33,13 +33,7 @@ import numpy as np
 
 from trainer.compat.rllib_utils import Columns
 from trainer.core.obs_tree import tree_map
-from trainer.env.episode import (
-    EpisodeView,
-    LiveEpisode,
-    SingleAgentEpisode,
-    chunk_infos,
-    new_episode_ids,
-)
+from trainer.env.episode import LiveEpisode, SingleAgentEpisode, new_episode_ids
 from trainer.env.episode_list import ColumnRows
 from trainer.env.vectorize import ASYNC, SYNC
 from trainer.runners.env_to_module_rows import LatestStepView, module_observations
@@ -686,30 +680,10 @@ class ColumnRecorder:
         runner, record = self.runner, self.records[i]
         first = self.first_row[i]
         chunk = self.carried[i]
-        episode: SingleAgentEpisode
-        if chunk is None and not self.episode_data:  # (the common case, made directly)
-            columns = self.columns
-            infos = columns.step_infos(i, first + 1, row)
-            first_info = columns.sub_env_infos(first, i)
-            episode = EpisodeView.ended(
-                columns,
-                self.ids[i],
-                i,
-                first,
-                row,
-                row - first + 1 if infos is None and not first_info else
-                chunk_infos(first_info, infos, row - first + 1),
-                terminated,
-                truncated,
-                self.start_times[i],
-                now,
-            )  # fmt: skip
-            episode._env_runner = runner
-        else:
-            episode = self._view_of_rows(
-                i, first, row, chunk, now, terminated, truncated,
-                self.episode_data[i] if self.episode_data else None,
-            )  # fmt: skip
+        episode = self._view_of_rows(
+            i, first, row, chunk, now, terminated, truncated,
+            self.episode_data[i] if self.episode_data else None,
+        )  # fmt: skip
         prev_chunks = []
         # (The running return: the same float additions, in the same order, as the
         # episode's get_return().)
