@@ -110,11 +110,111 @@ class PlainLoop:
         self.env.close()
 
 
+class StepCallbackLoop(PlainLoop):
+    """The plain loop calling a no-op `on_episode_step` for each sub-env that stepped, with
+    the keyword arguments RLlib's EnvRunner passes (one dict per sub-env, made once): the
+    cost of the calls themselves, the ceiling of any runner that fires them."""
+
+    def run(self, total_steps: int) -> int:
+        transitions = 0
+        obs, resetting, num_envs = self.obs, self.resetting, self.num_envs
+        event_kwargs = [
+            {
+                "episode": None, "env_runner": None, "metrics_logger": None, "env": self.env,
+                "env_index": i, "rl_module": self.module, "worker": None, "base_env": None,
+                "prev_episode_chunks": None,
+            }
+            for i in range(num_envs)
+        ]  # fmt: skip
+        while transitions < total_steps:
+            logits = self.module.dist_inputs(obs.astype(np.float32))
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            cdf = np.cumsum(probs, axis=1)
+            actions = (cdf[:, -1:] * self.rng.random((num_envs, 1)) < cdf).argmax(axis=1)
+            obs, _, terminated, truncated, _ = self.env.step(actions)
+            transitions += num_envs - int(np.count_nonzero(resetting))
+            for kwargs, autoreset in zip(event_kwargs, resetting.tolist(), strict=True):
+                if not autoreset:
+                    on_episode_step(**kwargs)
+            resetting = terminated | truncated
+        self.obs, self.resetting = obs, resetting
+        return transitions
+
+
+class MeanStdFilterLoop(PlainLoop):
+    """The plain loop with a MeanStdFilter written plainly in numpy, as the fewest array
+    calls give it: each row normalized by the statistics after its own push (RLlib's
+    semantics), from running sums and prefix sums over the step's rows (count, mean and
+    sample variance in a dozen numpy calls per step), clipped at 10. The ceiling of any
+    numpy filter."""
+
+    def run(self, total_steps: int) -> int:
+        transitions = 0
+        obs, resetting, num_envs = self.obs, self.resetting, self.num_envs
+        width = obs.shape[1]
+        count, sums = 0, np.zeros(2 * width)  # sum(x), sum(x * x) of every row pushed
+        places = np.arange(1.0, num_envs + 1.0)[:, None]
+        while transitions < total_steps:
+            x = obs.astype(np.float64)
+            running = np.cumsum(np.concatenate([x, x * x], axis=1), axis=0)
+            running += sums
+            n = count + places
+            mean = running[:, :width] / n
+            var = (running[:, width:] - running[:, :width] * mean) / np.maximum(n - 1.0, 1.0)
+            filtered = np.clip((x - mean) / (np.sqrt(var) + 1e-6), -10.0, 10.0)
+            count, sums = count + num_envs, running[-1]
+            logits = self.module.dist_inputs(filtered.astype(np.float32))
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            cdf = np.cumsum(probs, axis=1)
+            actions = (cdf[:, -1:] * self.rng.random((num_envs, 1)) < cdf).argmax(axis=1)
+            obs, _, terminated, truncated, _ = self.env.step(actions)
+            transitions += num_envs - int(np.count_nonzero(resetting))
+            resetting = terminated | truncated
+        self.obs, self.resetting = obs, resetting
+        return transitions
+
+
+class MultiAgentLoop:
+    """The plain multi-agent loop: one MultiAgentCartPole of `num_agents` agents stepped with
+    an action dict for the agents that act (RLlib's env: an agent whose pole fell acts no
+    more, the episode ends when all have), the same forward pass over their stacked
+    observations, counting agent steps. `run` as `PlainLoop.run`."""
+
+    def __init__(self, num_agents: int, make_env=None, model=MODEL) -> None:
+        self.env = MultiAgentCartPole({"num_agents": num_agents})
+        spaces = SpaceInfo.from_spaces(self.env.observation_spaces[0], self.env.action_spaces[0])
+        self.module = PolicyModule(spaces, model, seed=0)
+        self.rng = np.random.default_rng(0)
+        self.obs, _ = self.env.reset(seed=0)
+
+    def run(self, total_steps: int) -> int:
+        agent_steps, obs = 0, self.obs
+        while agent_steps < total_steps:
+            agents = list(obs)
+            x = np.stack([obs[agent] for agent in agents]).astype(np.float32)
+            logits = self.module.dist_inputs(x)
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            cdf = np.cumsum(probs, axis=1)
+            actions = (cdf[:, -1:] * self.rng.random((len(agents), 1)) < cdf).argmax(axis=1)
+            action_dict = dict(zip(agents, actions.tolist(), strict=True))
+            obs, _, terminated, truncated, _ = self.env.step(action_dict)
+            agent_steps += len(agents)
+            if terminated["__all__"] or truncated["__all__"]:
+                obs, _ = self.env.reset()
+            else:
+                obs = {a: o for a, o in obs.items() if not (terminated[a] or truncated[a])}
+        self.obs = obs
+        return agent_steps
+
+    def close(self) -> None:
+        self.env.close()
+
+
 def baseline_steps_per_s(
-    total_steps: int, num_envs: int, make_env=sync_vector_env, model=MODEL
+    total_steps: int, num_envs: int, make_env=sync_vector_env, model=MODEL, loop_class=PlainLoop
 ) -> float:
     with threadpool_limits(1, user_api="blas"):
-        loop = PlainLoop(num_envs, make_env, model)
+        loop = loop_class(num_envs, make_env, model)
         start = time.perf_counter()
         transitions = loop.run(total_steps)
         elapsed = time.perf_counter() - start
@@ -300,10 +400,20 @@ def main() -> None:
         attached_rows(args.attached, args.steps, args.repeats, args.framework)
 
 
+#: The `--attached` cases' own plain loops: the plain loop with the same thing attached
+#: (written plainly), the ceiling of any runner with it.
+ATTACHED_PLAIN_LOOPS = {
+    "on_episode_step callback": ("the plain loop with the calls", StepCallbackLoop),
+    "MeanStdFilter": ("the plain loop with a numpy MeanStdFilter", MeanStdFilterLoop),
+    "multi-agent": ("the plain multi-agent loop", MultiAgentLoop),
+}
+
+
 def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -> None:
-    """The EnvRunner with what users attach, against the plain loop (see the module
-    docstring); prints a row per case and the lowest ratios."""
-    lowest, multi_agent_ratios = [], []
+    """The EnvRunner with what users attach, against the plain loop and against the plain
+    loop with the same thing attached (see the module docstring); prints a row per case and
+    the lowest ratios."""
+    lowest, multi_agent_ratios, own_ratios = [], [], {}
     for num_envs in counts:
         steps = max(steps, num_envs * 40)
         cases = {
@@ -319,29 +429,48 @@ def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -
                 framework=framework,
                 model=SMALL_MODEL,
             ),
-            f"multi-agent, {num_envs} agents": build_runner(
+            "multi-agent": build_runner(
                 steps, 4, 1, framework=framework, model=SMALL_MODEL, num_agents=num_envs
             ),
         }
-        runs: dict[str, list[float]] = {"plain": [], **{name: [] for name in cases}}
+        loops = {"plain": PlainLoop} | {
+            name: loop_class for name, (_, loop_class) in ATTACHED_PLAIN_LOOPS.items()
+        }
+        runs: dict[str, list[float]] = {
+            name: [] for name in [*cases, *(f"{n} loop" for n in loops)]
+        }
         try:
             for _ in range(repeats):
-                runs["plain"].append(baseline_steps_per_s(steps, num_envs, model=SMALL_MODEL))
+                for name, loop_class in loops.items():
+                    runs[f"{name} loop"].append(
+                        baseline_steps_per_s(
+                            steps, num_envs, model=SMALL_MODEL, loop_class=loop_class
+                        )
+                    )
                 for name, algo in cases.items():
                     runs[name].append(env_runner_steps_per_s(algo, steps))
         finally:
             for algo in cases.values():
                 algo.stop()
         best = {name: max(rates) for name, rates in runs.items()}
-        base = best["plain"]
+        base = best["plain loop"]
         for name in cases:
             ratio = best[name] / base
+            unit = "agent" if name == "multi-agent" else "env"
+            label = f"multi-agent, {num_envs} agents" if name == "multi-agent" else name
             line = (
-                f"attached, {num_envs} sub-envs, 64x64 policy: {name}: {best[name]:7.0f} "
-                f"{'agent' if name.startswith('multi') else 'env'} steps/s, {ratio:.2f} of the "
-                f"plain loop ({base:7.0f})"
+                f"attached, {num_envs} sub-envs, 64x64 policy: {label}: {best[name]:7.0f} "
+                f"{unit} steps/s, {ratio:.2f} of the plain loop ({base:7.0f})"
             )
-            if name.startswith("multi"):
+            if name in ATTACHED_PLAIN_LOOPS:
+                words, _ = ATTACHED_PLAIN_LOOPS[name]
+                own = best[f"{name} loop"]
+                own_ratios[name] = best[name] / own
+                line += (
+                    f", {best[name] / own:.2f} of {words} ({own:7.0f} {unit} steps/s, itself "
+                    f"{own / base:.2f} of the plain loop)"
+                )
+            if name == "multi-agent":
                 multi_agent_ratios.append(best[name] / best["bare"])
                 line += f", {best[name] / best['bare']:.2f} of the bare single-agent runner"
             else:
@@ -354,6 +483,11 @@ def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -
     print(
         f"multi-agent ratio {min(multi_agent_ratios):.2f}  (multi-agent against the bare "
         "single-agent runner on the same agent steps; target >= 0.85)"
+    )
+    print(
+        "attached against their own plain loops: "
+        + ", ".join(f"{name} {ratio:.2f}" for name, ratio in own_ratios.items())
+        + "  (each case against the plain loop with the same thing attached)"
     )
 
 
