@@ -7,7 +7,7 @@ order, then every callable given for that event in list order.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from trainer.callbacks.callback import EVENTS, RLlibCallback
@@ -132,11 +132,34 @@ class CallbackChain:
             except CallbackError:
                 raise
             except Exception as error:
-                raise CallbackError(
-                    event=event,
-                    callback_name=name,
-                    error_type=type(error).__name__,
-                    error_message=str(error),
-                    remote_traceback=traceback.format_exc(),
-                    env_runner_index=self.env_runner_index,
-                ) from error
+                raise self._error(event, name, error) from error
+
+    def fire_each(self, event: str, kwargs_each: Iterable[dict]) -> None:
+        """`fire_with` once for each dict of `kwargs_each`, in order (one event of several
+        sub-envs: a sampling step's `on_episode_step`); one callback's calls run in one loop,
+        without a call into the chain each."""
+        handlers = self._handlers[event]
+        if len(handlers) != 1:
+            for kwargs in kwargs_each:
+                self.fire_with(event, kwargs)
+            return
+        ((name, fn),) = handlers
+        try:
+            for kwargs in kwargs_each:
+                fn(**kwargs)
+        except CallbackError:
+            raise
+        except Exception as error:
+            raise self._error(event, name, error) from error
+
+    def _error(self, event: str, name: str, error: Exception) -> CallbackError:
+        """The `CallbackError` for `error`, raised by callback `name` of `event` (call it
+        while `error` is handled: it keeps the traceback)."""
+        return CallbackError(
+            event=event,
+            callback_name=name,
+            error_type=type(error).__name__,
+            error_message=str(error),
+            remote_traceback=traceback.format_exc(),
+            env_runner_index=self.env_runner_index,
+        )

@@ -1306,6 +1306,10 @@ class LiveSource(Protocol):
 
     def live_ended(self, index: int) -> tuple[bool, bool]: ...
 
+    def rewards_written(self, index: int) -> None:
+        """A setter wrote sub-env `index`'s rewards into the rows (its running return is
+        summed anew)."""
+
 
 #: The base class's `t`, `is_terminated` and `is_truncated` slots, which a `LiveEpisode`'s
 #: properties read from the rows while it runs.
@@ -1316,6 +1320,11 @@ _INFOS_PROPERTY: property = SingleAgentEpisode.__dict__["infos"]
 
 #: The fields a `LiveEpisode` reads one value of straight from the columns.
 _STEP_FIELDS = ("actions", "rewards")
+
+
+#: `LiveEpisode._made_row` of an episode from `LiveEpisode.empty()` whose (empty) columns are
+#: not made yet.
+_NO_COLUMNS = -2
 
 
 class LiveEpisode(EpisodeView):
@@ -1350,7 +1359,9 @@ class LiveEpisode(EpisodeView):
         episode._live = None
         episode._source = None  # type: ignore[assignment]
         episode._rows = None
-        episode._made_row = -1
+        # (Its empty columns are made when first read, `rows()`: most episodes are attached
+        # to their rows at their reset, and never hold columns of their own.)
+        episode._made_row = _NO_COLUMNS
         episode._first_info = {}
         # (Its slots set directly: one is made per episode while callbacks read them.)
         episode._set_plain_slots(
@@ -1366,7 +1377,6 @@ class LiveEpisode(EpisodeView):
             start_time=None,
             last_step_time=None,
         )
-        episode._empty_columns(None, None)
         return episode
 
     @classmethod
@@ -1436,6 +1446,14 @@ class LiveEpisode(EpisodeView):
             self._make_lists()
             return None
         if self._source is None:  # plain: the base slots hold its data
+            if self._made_row == _NO_COLUMNS:  # made empty by `empty()`, first read now
+                self._made_row = -1
+                _OBSERVATIONS.__set__(self, InfiniteLookbackBuffer.of_list([]))
+                _ACTIONS.__set__(self, InfiniteLookbackBuffer.of_list([]))
+                rewards = InfiniteLookbackBuffer.of_list([])
+                rewards._space = rewards.space_struct = REWARD_SPACE
+                _REWARDS.__set__(self, rewards)
+                _EXTRA_MODEL_OUTPUTS.__set__(self, {})
             return None
         return super().rows()
 
@@ -1492,6 +1510,8 @@ class LiveEpisode(EpisodeView):
             target = getattr(columns, field)
             values = getattr(self, field).data
         target[first + 1 : row + 1, index] = np.asarray(values)
+        if field == "rewards":
+            source.rewards_written(index)
 
     # -- what an attached episode reads from the rows ------------------------------------------
     @property

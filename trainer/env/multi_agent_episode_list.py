@@ -10,7 +10,8 @@ buffer object per column and a small numpy array in each. A `MultiAgentEpisodeLi
               distribution inputs are five arrays for the whole sample)
     records   per episode, a tuple of its slots; per agent, a tuple of its single-agent
               episode's slots; per buffer, where its data lies in the columns (or the data
-              itself when it is not a numeric array), its lookback, flag and spaces
+              itself when it is not a numeric array), its lookback, flag and spaces; an
+              agent's info dicts, when all are empty, as their count
 
 and unpickles as the same objects, their arrays slices of the received columns. A list holding
 anything but `MultiAgentEpisode`s pickles as a plain list.
@@ -104,12 +105,37 @@ _AGENT_INFOS_AT = _AGENT_SLOTS.index("_infos")
 _AGENT_BUFFER_DICT_AT = _AGENT_SLOTS.index("extra_model_outputs")
 
 
+def _infos_record(infos: InfiniteLookbackBuffer, columns: _Columns) -> tuple:
+    """An agent's info dicts: `(count,)` when all are empty dicts in a plain buffer (made
+    again on arrival: `_empty_infos`), else their buffer's record."""
+    data = infos.data
+    if (
+        type(data) is list
+        and not infos.lookback
+        and not infos.finalized
+        and infos._space is None
+        and infos.space_struct is None
+        and data.count(_EMPTY_INFO) == len(data)
+        and set(map(type, data)) <= {dict}
+    ):
+        return (len(data),)
+    return _buffer_record(infos, columns)
+
+
+def _empty_infos(count: int) -> InfiniteLookbackBuffer:
+    """The plain buffer of `count` empty info dicts `_infos_record` recorded."""
+    return InfiniteLookbackBuffer._unchecked([{} for _ in range(count)], finalized=False)
+
+
+_EMPTY_INFO: dict = {}
+
+
 def _agent_record(episode: SingleAgentEpisode, columns: _Columns) -> list:
     values = list(_agent_slots(episode))
     for at in _AGENT_BUFFER_AT:
         values[at] = _buffer_record(values[at], columns)
     if type(values[_AGENT_INFOS_AT]) is InfiniteLookbackBuffer:  # (else a count of empty ones)
-        values[_AGENT_INFOS_AT] = _buffer_record(values[_AGENT_INFOS_AT], columns)
+        values[_AGENT_INFOS_AT] = _infos_record(values[_AGENT_INFOS_AT], columns)
     values[_AGENT_BUFFER_DICT_AT] = {
         key: _buffer_record(buffer, columns)
         for key, buffer in values[_AGENT_BUFFER_DICT_AT].items()
@@ -121,8 +147,11 @@ def _agent_episode(record: list, columns: list[np.ndarray]) -> SingleAgentEpisod
     values = list(record)
     for at in _AGENT_BUFFER_AT:
         values[at] = _buffer(values[at], columns)
-    if type(values[_AGENT_INFOS_AT]) is tuple:
-        values[_AGENT_INFOS_AT] = _buffer(values[_AGENT_INFOS_AT], columns)
+    infos = values[_AGENT_INFOS_AT]
+    if type(infos) is tuple:  # (else a count of empty ones, as the episode kept them)
+        values[_AGENT_INFOS_AT] = (
+            _empty_infos(infos[0]) if len(infos) == 1 else _buffer(infos, columns)
+        )
     values[_AGENT_BUFFER_DICT_AT] = {
         key: _buffer(buffer, columns) for key, buffer in values[_AGENT_BUFFER_DICT_AT].items()
     }

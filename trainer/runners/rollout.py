@@ -314,6 +314,11 @@ class ColumnRecorder:
         terminateds, truncateds = self.step_flags
         return bool(terminateds[index]), bool(truncateds[index])
 
+    def rewards_written(self, index: int) -> None:
+        """Sub-env `index`'s running return, summed anew from its rows (a step callback set
+        its rewards): the same additions as the running sum's."""
+        self.returns[index] = self.columns.return_of(index, *self.live_span(index))
+
     def _column_observations(self, observations: Any) -> np.ndarray:
         """The observations a row of the columns holds: none (an empty row per sub-env) for
         Dict / Tuple ones, which only the episode objects hold."""
@@ -593,17 +598,26 @@ class ColumnRecorder:
         """The step's events after the pipeline's pass, in sub-env order as the per-step loop
         (and RLlib's EnvRunner) fires them: `on_episode_start` for the episodes `started` in
         this step, `on_episode_step` for those under way."""
-        fire_with = self.runner._callbacks.fire_with
-        if self.fires_step and not self.resetting and not self.idle:  # the common step
-            for record in self.records:
-                fire_with("on_episode_step", record.event_kwargs)
+        callbacks, records = self.runner._callbacks, self.records
+        resetting, idle = self.resetting, self.idle
+        if self.fires_step and not (self.fires_start and started):  # step events only
+            if not resetting and not idle:  # (the common step)
+                stepped = [record.event_kwargs for record in records]
+            else:
+                stepped = [
+                    records[i].event_kwargs
+                    for i in range(self.num_envs)
+                    if i not in resetting and i not in idle
+                ]
+            callbacks.fire_each("on_episode_step", stepped)
             return
+        fire_with = callbacks.fire_with
         for i in range(self.num_envs) if self.fires_step else started:
-            if i in self.resetting:
+            if i in resetting:
                 if self.fires_start and i in started:
-                    fire_with("on_episode_start", self.records[i].event_kwargs)
-            elif i not in self.idle:
-                fire_with("on_episode_step", self.records[i].event_kwargs)
+                    fire_with("on_episode_start", records[i].event_kwargs)
+            elif i not in idle:
+                fire_with("on_episode_step", records[i].event_kwargs)
 
     def _end_episodes(
         self,
@@ -640,7 +654,7 @@ class ColumnRecorder:
                     truncated=truncated_list[i],
                     last_step_time=now,
                 )
-                runner._finish_episode(record)
+                self._finish_live(i, episode, return_list[i])
             elif episode is not None:
                 rows_of = self.columns.fill(
                     episode, i, self.first_row[i], row, terminated_list[i], truncated_list[i]
@@ -665,6 +679,20 @@ class ColumnRecorder:
                 record.episode = live[i] = None
             record.awaiting_reset = True
             self.resetting.append(i)
+
+    def _finish_live(self, i: int, episode: LiveEpisode, episode_return: float) -> None:
+        """Sub-env `i`'s `LiveEpisode` ended (frozen): `EnvRunner._finish_episode`, with its
+        running return (`rewards_written`) unless `on_episode_end` made its buffers (and may
+        have set rewards in them)."""
+        runner, record = self.runner, self.records[i]
+        prev_chunks, record.prev_chunks = record.prev_chunks, []
+        if self.fires_end:
+            end_kwargs = {**record.event_kwargs, "prev_episode_chunks": prev_chunks}
+            runner._callbacks.fire_with("on_episode_end", end_kwargs)
+            if episode._rows is not None:
+                episode_return = episode.get_return()
+        episode_return, episode_len = with_earlier_chunks(episode_return, len(episode), prev_chunks)
+        runner._note_ended(episode, episode_return, episode_len)
 
     def _finish_view(
         self,

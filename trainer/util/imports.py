@@ -1,5 +1,5 @@
-"""Imports of optional libraries started early, on a thread of their own; large imports
-without the cyclic garbage collector's passes."""
+"""Imports of optional libraries started early, on a thread of their own; large imports (and
+unpicklings) without the cyclic garbage collector's passes."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ def import_in_background(name: str, load: Callable[[], object]) -> threading.Thr
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off for the block, then as it was: a large import
-    allocates hundreds of thousands of objects, and each few hundred of them started a
-    collection: torch's import ran about 360 of them, a tenth of its CPU (0.1 s of 1.0 s),
-    and leaves only a few thousand objects of garbage behind."""
+    (or unpickling) allocates hundreds of thousands of objects, and each few hundred of them
+    started a collection: torch's import ran about 360 of them, a tenth of its CPU (0.1 s of
+    1.0 s), and leaves only a few thousand objects of garbage behind."""
     enabled = gc.isenabled()
     gc.disable()
     try:
