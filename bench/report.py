@@ -101,7 +101,8 @@ BENCHMARKS = (
         "with the same forward pass; and with gymnasium's numpy-vectorized CartPole (64 and "
         "256 sub-envs) against gymnasium's own vector loop; with what users attach (8 "
         "sub-envs, a 64x64 policy): an on_episode_step callback, a MeanStdFilter, 8 agents "
-        "of MultiAgentCartPole",
+        "of MultiAgentCartPole, each also against the plain loop with the same thing attached "
+        "(the calls, a numpy MeanStdFilter, the multi-agent env stepped plainly)",
         ("bench/sampling.py",),
         r"sub-env|ratio",
         "ratio (1 and 8 sub-envs), vector_entry_point at 64 sub-envs, MeanStdFilter and the "

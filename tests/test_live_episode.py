@@ -156,3 +156,51 @@ def test_one_object_from_start_to_end_across_calls_with_its_data():
     assert len(ended) >= 4
     for steps, t, temporary in ended:
         assert steps == t and temporary == list(range(1, t + 1))
+
+
+def test_an_empty_live_episode_reads_as_an_empty_episode_before_its_reset():
+    """`LiveEpisode.empty` makes its columns when first read: an `on_episode_created` callback
+    sees what `SingleAgentEpisode()` holds, and what it adds stays."""
+    episode, plain = LiveEpisode.empty(3), SingleAgentEpisode(env_index=3)
+    assert len(episode) == 0 and episode.get_observations() == plain.get_observations() == []
+    assert episode.get_rewards() == [] and episode.extra_model_outputs == {}
+    state, plain_state = episode.get_state(), plain.get_state()
+    assert {k: v for k, v in state.items() if k != "id_"} == {
+        k: v for k, v in plain_state.items() if k != "id_"
+    }
+    episode.add_env_reset(np.zeros(2, np.float32), {"at": "reset"})
+    assert len(episode.get_observations()) == 1 and episode.get_infos(-1) == {"at": "reset"}
+
+
+def test_callbacks_reading_episodes_at_creation_start_and_step_see_each_in_order():
+    """`on_episode_created` reads the still-empty episode (its columns made then), the start
+    and step events follow in sub-env order, and every created episode is one that steps."""
+    events: list = []
+
+    def on_episode_created(episode, env_index, **kw):
+        assert len(episode) == 0 and episode.get_observations() == []
+        events.append(("created", env_index, episode.id_))
+
+    def on_episode_start(episode, env_index, **kw):
+        assert len(episode.get_observations()) == 1
+        events.append(("start", env_index, episode.id_))
+
+    def on_episode_step(episode, env_index, **kw):
+        events.append(("step", env_index, episode.id_))
+
+    callbacks = {
+        "on_episode_created": on_episode_created,
+        "on_episode_start": on_episode_start,
+        "on_episode_step": on_episode_step,
+    }
+    algo = _config(_InfoEnv, 3, callbacks=callbacks).build()
+    try:
+        algo.env_runner_group.local_env_runner.sample(num_timesteps=60)
+    finally:
+        algo.stop()
+    created = {(i, id_) for kind, i, id_ in events if kind == "created"}
+    stepped = {(i, id_) for kind, i, id_ in events if kind == "step"}
+    assert stepped and stepped <= created
+    for kind, i, id_ in events:  # each episode starts before it steps
+        if kind == "step":
+            assert events.index(("start", i, id_)) < events.index((kind, i, id_))

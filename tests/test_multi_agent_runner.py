@@ -2,6 +2,8 @@
 agents acting in turns, one forward pass per module, RLlib's metric keys and callback events,
 training with EnvRunner processes, policies_to_train, checkpoints."""
 
+import gc
+
 import numpy as np
 import pytest
 from multi_agent_envs import CartPoles, TakeTurns
@@ -216,6 +218,8 @@ def test_a_policy_left_out_of_policies_to_train_keeps_its_weights():
             lambda runner: runner.get_weights(), local_env_runner=False
         )[0]
         assert all(np.array_equal(runner_weights["p1"][k], after["p1"][k]) for k in after["p1"])
+        # (The worker's replies unpickle with the cyclic collector paused, then on again.)
+        assert gc.isenabled()
     finally:
         algo.stop()
 

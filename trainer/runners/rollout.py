@@ -583,6 +583,11 @@ class ColumnRecorder:
         if self.live_views:  # (attached to their rows at the start: `_start_episodes`)
             self._fire_start_and_step_events(self.resetting)
             return
+        live = self.live
+        if not (
+            self.fires_step or self.recreating or any(live[i] is not None for i in self.resetting)
+        ):
+            return  # (no object gets a reset, no event fires)
         observations = unbatch(self.policy_obs, self.num_envs)
         started = []
         for i in self.resetting:  # (re-created sub-envs' episodes first, as the loop does)
