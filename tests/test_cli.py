@@ -1,4 +1,8 @@
-"""The command line, end to end: `python -m trainer` in a subprocess, as a user runs it."""
+"""The command line, end to end: `python -m trainer ARGS` as a user runs it, through
+`trainer.cli.main(argv)` in this process (`run_cli`, tests/cli_in_process.py: same exit
+status and output as the subprocess). A subprocess where a test needs a fresh interpreter:
+signals (Ctrl-C, SIGTERM), a terminal, the `localrl` console script, missing extras (blocked
+imports) and import side effects."""
 
 import importlib.util
 import json
@@ -16,6 +20,7 @@ import threading
 import time
 
 import pytest
+from cli_in_process import run_cli
 
 from trainer.cli import main
 from trainer.testing import env_runner_pids
@@ -43,6 +48,8 @@ SMALL_PPO = [
 ]
 
 
+# A subprocess: the tests that use `Cli` send signals (SIGINT, SIGTERM) to the command's
+# process, which here would be pytest's; their resumes read the same merged output.
 class Cli:
     """`python -m trainer ARGS` with its output read line by line on a thread. A process that
     does not finish in time is aborted with every thread's stack in its output (faulthandler)."""
@@ -102,9 +109,10 @@ class Cli:
         return "".join(self.lines)
 
 
-def run_cli(
+def run_cli_in_subprocess(
     *args: str, cwd, timeout: float = 120, env: dict | None = None
 ) -> subprocess.CompletedProcess:
+    """`python -m trainer ARGS` in a fresh interpreter (`run_cli` runs it in this process)."""
     return subprocess.run(
         [sys.executable, "-m", "trainer", *args],
         cwd=cwd,
@@ -281,6 +289,7 @@ def test_sigterm_saves_like_ctrl_c(tmp_path):
 
 @pytest.mark.slow
 def test_a_terminal_gets_a_status_line_redrawn_in_place(tmp_path):
+    # A subprocess: its stdin, stdout and stderr are a terminal (a pseudo-terminal's end).
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "trainer", *SMALL_PPO, "--stop-iters", "3", "--output-dir", "run"],
@@ -597,6 +606,7 @@ def test_log_level_reaches_the_standard_logging_module(tmp_path):
 
 @pytest.mark.slow
 def test_the_localrl_console_script_is_the_same_program(trained_run, tmp_path):
+    # A subprocess: the console script's own entry point and program name are under test.
     script = os.path.join(os.path.dirname(sys.executable), "localrl")
     assert os.path.exists(script), "pip install -e . installs the localrl command"
     done = subprocess.run(
@@ -749,7 +759,10 @@ def test_presets_of_dqn_and_pendulum_are_rllibs_tuned_examples_and_resume_withou
         "num_env_runners=2, num_envs_per_env_runner=20, env_to_module_connector="
         "mean_std_filter, train_batch_size_per_learner=1024, minibatch_size=128, lr=0.0002"
     )
-    assert "num_envs_per_env_runner=2, lr=0.0002, train_batch_size=1024" in done.stdout
+    assert (
+        "PPO (numpy) on 'Pendulum-v1': the preset's settings, with num_envs_per_env_runner=2"
+        in (done.stdout)
+    )
     run = tmp_path / "pendulum"
     assert json.loads((run / "run.json").read_text())["stop"] == {"iterations": 1}
     # The connector is a named function: the run resumes without unpickling anything.
@@ -894,7 +907,9 @@ def test_tensorboard_event_files_without_importing_torch_or_boto3(tmp_path):
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(fakes), os.environ.get("PYTHONPATH", "")]),
     }
-    done = run_cli(*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run", cwd=tmp_path, env=env)
+    # A subprocess: PYTHONPATH's stand-ins must be what a fresh interpreter imports.
+    argv = [*SMALL_PPO, "--stop-iters", "1", "--output-dir", "run"]
+    done = run_cli_in_subprocess(*argv, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert _tensorboard_scalars(tmp_path / "run")["ray/tune/training_iteration"] == [(1, 1.0)]
     assert not list(tmp_path.glob("*.imported"))
@@ -923,6 +938,7 @@ def test_tensorboardx_import_keeps_modules_out_for_its_own_thread_only():
 
 @pytest.mark.slow
 def test_a_tensorboardx_that_needs_torch_is_imported_with_it(tmp_path):
+    # A subprocess: stand-ins on PYTHONPATH for modules this process has imported already.
     # Stand-ins: a tensorboardX that imports torch unconditionally, and a torch.
     (tmp_path / "tensorboardX").mkdir()
     (tmp_path / "tensorboardX" / "__init__.py").write_text("import torch\n")
@@ -1022,7 +1038,8 @@ NEXT_LABELS = ("evaluate", "video", "inspect", "tensorboard", "continue")
 
 
 def run_without(modules: list[str], argv: list[str], cwd) -> subprocess.CompletedProcess:
-    """`python -m trainer ARGV` with `modules` made unimportable, as if not installed."""
+    """`python -m trainer ARGV` with `modules` made unimportable, as if not installed: in a
+    subprocess, since this process may have imported them already."""
     code = (
         "import sys\n"
         f"for name in {modules!r}:\n"

@@ -1,6 +1,9 @@
 """The RLlib launcher: `python -m trainer run SCRIPT ARGS` runs unmodified RLlib scripts (real
-subprocesses, real scripts written here and one of the Ray 2.60 wheel's own examples), and the
-notebook switch `trainer.launcher.install()` in this process."""
+scripts written here and one of the Ray 2.60 wheel's own examples), and the notebook switch
+`trainer.launcher.install()` in this process. The command runs in this process through
+`trainer.cli.main` (tests/cli_in_process.py puts back the hook, `sys.path`, `sys.argv` and the
+script's modules after it), or in a subprocess where a script needs a fresh interpreter: real Ray
+imported, the environment a process starts with."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from cli_in_process import run_cli
 
 import trainer
 from trainer import launcher
@@ -37,13 +41,19 @@ def run_script(
     launcher_flags: tuple[str, ...] = (),
     timeout: float = RUN_TIMEOUT_S,
     environment: dict[str, str] | None = None,
+    in_subprocess: bool = False,
 ) -> subprocess.CompletedProcess:
+    """`python -m trainer run [LAUNCHER_FLAGS] SCRIPT ARGS` for a script of `body`: in this
+    process (`run_cli`), or with `in_subprocess` in a fresh interpreter."""
     script = tmp_path / "rllib_script.py"
     script.write_text(textwrap.dedent(body))
     env = dict(os.environ, PYTHONPATH=str(REPO), **(environment or {}))
     env.pop(launcher.ENV_VAR, None)
+    argv = ["run", *launcher_flags, str(script), *args]
+    if not in_subprocess:
+        return run_cli(*argv, cwd=tmp_path, env=env, timeout=timeout)
     return subprocess.run(
-        [sys.executable, "-m", "trainer", "run", *launcher_flags, str(script), *args],
+        [sys.executable, "-m", "trainer", *argv],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -143,6 +153,8 @@ def test_script_trains_ppo_with_env_runner_processes(tmp_path):
             ray.shutdown()
         """,
         environment={"OMP_NUM_THREADS": "1"},
+        # A fresh process: OMP_NUM_THREADS in the environment it starts with (/proc/self/environ)
+        in_subprocess=True,
     )
     assert result.returncode == 0, result.stderr
     assert "callback saw iteration 1" in result.stdout
@@ -218,12 +230,8 @@ def test_an_algorithm_module_imported_at_the_top_is_refused_only_when_used(tmp_p
     script.write_text(DREAMER_AT_THE_TOP)
     env = dict(os.environ, PYTHONPATH=str(REPO), LOCALRL_LAUNCHER_REPORT=str(report))
     env.pop(launcher.ENV_VAR, None)
-    result = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(script), "--algo", "DreamerV3"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
+    result = run_cli(
+        "run", str(script), "--algo", "DreamerV3", cwd=os.getcwd(), env=env, timeout=RUN_TIMEOUT_S
     )
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
@@ -246,21 +254,11 @@ def test_an_algorithm_module_imported_at_the_top_is_refused_only_when_used(tmp_p
 @pytest.mark.slow
 def test_missing_script_and_bad_flags(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    missing = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(tmp_path / "no.py")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
+    missing = run_cli(
+        "run", str(tmp_path / "no.py"), cwd=os.getcwd(), env=env, timeout=RUN_TIMEOUT_S
     )
     assert missing.returncode == 2 and "no such script" in missing.stderr
-    no_script = subprocess.run(
-        [sys.executable, "-m", "trainer", "run"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-    )
+    no_script = run_cli("run", cwd=os.getcwd(), env=env, timeout=RUN_TIMEOUT_S)
     assert no_script.returncode == 2 and "script" in no_script.stderr
 
 
@@ -302,6 +300,7 @@ def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
         print("mapped", ppo.PPOConfig is trainer.PPOConfig)
         """,
         launcher_flags=("--ray",),
+        in_subprocess=True,  # the installed Ray, once imported, stays in the process
     )
     assert result.returncode == 0, result.stderr
     assert "real ray True True" in result.stdout
@@ -361,6 +360,7 @@ def test_a_tuner_in_a_module_of_the_scripts_folder_chooses_real_ray(tmp_path):
 
         print("real ray", hasattr(ray, "get_runtime_context"), callable(tuner))
         """,
+        in_subprocess=True,  # the installed Ray, once imported, stays in the process
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "real ray True True" in result.stdout
@@ -398,6 +398,7 @@ def test_real_rllib_example_from_the_wheel_runs_unmodified(tmp_path):
     example = Path(spec.submodule_search_locations[0]) / "rllib/examples/envs/custom_gym_env.py"
     env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(tmp_path))  # ~/ray_results
     env.pop(launcher.ENV_VAR, None)
+    # A subprocess: the wheel's example modules the script imports would stay in this process.
     result = subprocess.run(
         [
             sys.executable,
@@ -869,6 +870,7 @@ def test_bench_ci_args_name_example_files_of_the_wheel():
 def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
     _wheel_examples()
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    # A subprocess: bench/rllib_examples.py is a program of its own (not the trainer CLI).
     result = subprocess.run(
         [
             sys.executable,
