@@ -356,33 +356,30 @@ RLLIB_CURRICULUM = textwrap.dedent("""
 """)
 
 
+#: The line RLlib's callback reads the return with, and the same line printing it as well.
+_ACHIEVED = '        achieved = result["env_runners"]["episode_return_mean"]\n'
+_ACHIEVED_PRINTED = _ACHIEVED + '        print(f"RETURN {achieved}", flush=True)\n'
+
+
 @pytest.mark.slow
-def test_rllibs_curriculum_example_is_solved_within_twice_its_reported_steps(tmp_path):
-    # Before the env_config update, task 1's FrozenLake was slippery and without the 16-step
-    # limit (only "desc" was left): the run stalled near 0.7-0.9 until its step limit.
+def test_rllibs_curriculum_example_runs_and_learns_task_0(tmp_path):
+    """RLlib's curriculum example through the launcher for 3 iterations of 4000 env steps
+    (seed 1): task 0's return rises from random play's toward 1.0. (Solving all three tasks
+    takes ~35 iterations: bench/learning_targets.py runs it to RLlib's reported steps.)"""
+    assert RLLIB_CURRICULUM.count(_ACHIEVED) == 1
     script = tmp_path / "curriculum_learning.py"
-    script.write_text(RLLIB_CURRICULUM)
-    twice_rllibs_steps = 2 * 164_000
+    script.write_text(RLLIB_CURRICULUM.replace(_ACHIEVED, _ACHIEVED_PRINTED))
     completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "trainer",
-            "run",
-            str(script),
-            "--seed=1",
-            "--as-test",
-            f"--stop-timesteps={twice_rllibs_steps}",
-        ],
+        [sys.executable, "-m", "trainer", "run", str(script), "--seed=1", "--stop-iters=3"],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=300,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
-    [solved] = re.findall(r"^SOLVED (\S+) STEPS (\d+)$", completed.stdout, re.M)
-    assert float(solved[0]) == 1.0
-    assert int(solved[1]) <= twice_rllibs_steps
-    # Every task was reached on the way.
-    assert "TASK 1 at" in completed.stdout and "TASK 2 at" in completed.stdout
+    returns = [float(r) for r in re.findall(r"^RETURN (\S+)$", completed.stdout, re.M)]
+    [(solved, steps)] = re.findall(r"^SOLVED (\S+) STEPS (\d+)$", completed.stdout, re.M)
+    assert len(returns) == 3 and float(solved) == 0.0 and int(steps) >= 12_000, completed.stdout
+    # Seeds 1-3: from 0.25-0.26 to 0.76-0.81 (the task's threshold: 0.99).
+    assert returns[-1] >= returns[0] + 0.3, returns

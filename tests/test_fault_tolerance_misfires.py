@@ -19,37 +19,42 @@ from trainer.runners.restart_policy import iteration_bound_s
 from trainer.testing import FaultInjectionEnv, kill_env_runner
 
 
-@pytest.mark.slow
-def test_a_flaky_env_with_an_explicit_budget_keeps_training_to_its_return():
-    """p=0.003 per step and 400-step samples: most samples fail before they finish; each
-    runner is restarted once per iteration it fails in (RLlib's rule), the iterations return
-    with what was sampled, and PPO still learns."""
-    config = (
+def flaky_env_ppo(seed: int = 2, p_crash: float = 0.003):
+    """PPO on FaultInjectionEnv (CartPole crashing with `p_crash` per step; the crashes are
+    drawn from fresh entropy in each env, not from `seed`), 2 EnvRunners sampling 400-step
+    fragments, restarted up to 1000 times. With p_crash 0.003 most samples fail before they
+    finish (1 - 0.997**400 = 0.7) and the return reaches 60 within 60 iterations, with at least
+    0.7 restarts per iteration (bench/learning_targets.py)."""
+    return (
         small_ppo(2, train_batch_size=800, minibatch_size=200, num_epochs=6, lr=0.003)
-        .environment(FaultInjectionEnv, env_config={"p_crash": 0.003})
+        .environment(FaultInjectionEnv, env_config={"p_crash": p_crash})
         .env_runners(rollout_fragment_length=400)
-        # 70% of the samples fail and a runner gets one or two tries per iteration: iterations
-        # that sample nothing are common (and go on, by default, as in RLlib).
+        # A runner gets one or two tries per iteration: iterations that sample nothing happen
+        # (and go on, by default, as in RLlib).
         .fault_tolerance(
             max_num_env_runner_restarts=1000,
             delay_between_env_runner_restarts_s=0.0,
         )
-        .debugging(seed=2)
+        .debugging(seed=seed)
     )
-    best = 0.0
-    with config.build() as algo:
-        for _ in range(60):
+
+
+@pytest.mark.slow
+def test_a_flaky_env_with_an_explicit_budget_keeps_training_and_learning():
+    """p_crash 0.001: a third of the 400-step samples fail; the runners are restarted (RLlib's
+    rule, checked in tests/test_fault_tolerance*.py), the iterations return with what was
+    sampled, and PPO still learns: within 6 iterations the mean return rises well above a
+    random policy's (~22)."""
+    returns = []
+    with flaky_env_ppo(p_crash=0.001).build() as algo:
+        for _ in range(6):
             result = algo.train()
-            best = max(best, result["env_runners"].get("episode_return_mean", 0.0))
-            if best >= 60:
-                break
+            returns.append(result["env_runners"].get("episode_return_mean", 0.0))
         restarts = algo.env_runner_group.num_remote_worker_restarts()
-        iterations = algo.iteration
-    assert best >= 60, f"best mean return {best} after {restarts} restarts"
-    # A 400-step sample fails with p = 1 - 0.997**400 = 0.7, so the two runners need about
-    # 1.4 restarts per iteration; how many iterations PPO needs varies with the timing of the
-    # cut samples, so the count is checked per iteration (half the expected rate).
-    assert restarts >= 0.7 * iterations, f"{restarts} restarts in {iterations} iterations"
+    # Seeds 0-2: best 72-98 after 2-7 restarts.
+    assert max(returns) >= 50, f"mean returns {returns} with {restarts} restarts"
+    # About 8 of the ~24 samples fail: none failing is a 1 in 10,000 chance.
+    assert restarts >= 1, returns
 
 
 @pytest.mark.slow

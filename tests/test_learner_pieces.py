@@ -78,28 +78,33 @@ def test_impalas_learner_thread_runs_the_pieces_over_every_train_batch():
     assert trained > 0 and CountsRewards.steps >= trained
 
 
-@pytest.mark.timeout(240)
+def _short_returns(seed: int, **training) -> list[float]:
+    """The mean returns of 4 iterations of 3000 env steps of `asynchronous(APPOConfig)`."""
+    config = asynchronous(APPOConfig, **training).debugging(seed=seed)
+    algo = config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=3000)
+    algo = algo.build()
+    try:
+        if training:
+            assert [type(p).__name__ for p in algo.learner._learner_connector] == [
+                "NegateRewardsByBatchItems"
+            ]
+        return [algo.train()["env_runners"]["episode_return_mean"] for _ in range(4)]
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
 def test_the_learner_thread_trains_on_the_rewards_its_pieces_wrote():
     """Negated CartPole rewards teach APPO's policy to fall: its return drops below a random
-    policy's (~22), where the same run without the piece climbs."""
-    config_class = APPOConfig
-    algo = asynchronous(
-        config_class, learner_connector=lambda *spaces: NegateRewardsByBatchItems()
-    ).build()
-    try:
-        assert [type(p).__name__ for p in algo.learner._learner_connector] == [
-            "NegateRewardsByBatchItems"
-        ]
-        negated = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(4)]
-    finally:
-        algo.stop()
-    assert min(negated[-2:]) < 15, negated
-    algo = asynchronous(config_class).build()
-    try:
-        plain = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(4)]
-    finally:
-        algo.stop()
-    assert max(plain[-2:]) > 40, plain
+    policy's (~22), where the same run without the piece climbs. (bench/learning_targets.py
+    runs both for 4 iterations of a second.)"""
+    negated = _short_returns(0, learner_connector=lambda *spaces: NegateRewardsByBatchItems())
+    plain = _short_returns(0)
+    # Seeds 1-3: the negated run's last two at most 11.8-13.0, the plain run's peak 47.6-54.1
+    # (it may fall back after its peak at this learning rate); random play: about 22.
+    assert min(negated[-2:]) < 16, negated
+    assert max(plain) > 35, plain
 
 
 def test_a_batch_column_the_episodes_do_not_hold_is_refused_naming_it():

@@ -1,6 +1,7 @@
 """Recurrent torch PPO (`use_lstm`), as RLlib 2.60 runs it: the default torch module's LSTM
 encoder, the EnvRunner carrying each sub-env's state (in worker processes too), the learner's
-zero-padded sequences, exact checkpoint resumes, and learning on StatelessCartPole."""
+zero-padded sequences, exact checkpoint resumes, and learning a task only memory solves
+(StatelessCartPole to its target: bench/learning_targets.py)."""
 
 from __future__ import annotations
 
@@ -351,13 +352,13 @@ def test_a_stateful_run_resumes_exactly_from_a_checkpoint(tmp_path, num_env_runn
 
 
 # -- learning -----------------------------------------------------------------------------------
-@pytest.mark.timeout(300)
-def test_lstm_ppo_learns_stateless_cartpole():
-    """RLlib's tuned stateless_cartpole_ppo.py settings (shared layers, max_seq_len 20, lr 3e-4,
-    6 epochs, vf_loss_coeff 0.05) on a smaller network and batch: the return must rise from a
-    random policy's ~22 to 100, above what the same settings reach without the LSTM in these
-    30 iterations (at most ~50: the velocities are not observed), about 20 iterations in."""
-    config = (
+def stateless_cartpole_lstm_ppo(seed: int = 0) -> PPOConfig:
+    """RLlib's tuned stateless_cartpole_ppo.py settings (shared layers, max_seq_len 20, 6 epochs,
+    vf_loss_coeff 0.05) on a smaller network and batch, lr 1e-3: from a random policy's ~22 to a
+    mean return of 100 about 20 iterations in, above what the same settings reach without the
+    LSTM in 30 iterations (at most ~50: the velocities are not observed).
+    bench/learning_targets.py runs it to 100."""
+    return (
         PPOConfig()
         .environment(StatelessCartPole)
         .framework("torch")
@@ -378,19 +379,34 @@ def test_lstm_ppo_learns_stateless_cartpole():
                 "lstm_cell_size": 32,
             }
         )
-        .debugging(seed=0)
+        .debugging(seed=seed)
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_lstm_ppo_starts_learning_a_task_only_memory_solves():
+    """The settings of `stateless_cartpole_lstm_ppo` (the same module, sequences and learner)
+    on RepeatAfterMeEnv: each step's reward is +1 for repeating the previous step's random
+    token, -1 otherwise, so a policy without memory returns 0 on average (any feed-forward
+    policy: the token shown now says nothing about the one before) and the LSTM must carry the
+    token from one step to the next. StatelessCartPole takes ~20 iterations to show its rise
+    (bench/learning_targets.py); this shows within 5 of 500 env steps."""
+    from trainer.examples.envs.classes.repeat_after_me_env import RepeatAfterMeEnv
+
+    config = (
+        stateless_cartpole_lstm_ppo(seed=0)
+        .environment(RepeatAfterMeEnv, env_config={"episode_len": 20})
+        .training(train_batch_size=500, lr=0.003)
     )
     algo = config.build()
     try:
-        best = 0.0
-        for _ in range(30):
-            result = algo.train()
-            best = max(best, result["env_runners"].get("episode_return_mean", 0.0))
-            if best >= 100.0:
-                break
-        assert best >= 100.0, best
+        returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(5)]
     finally:
         algo.stop()
+    # 21 steps an episode: a memoryless policy's mean return over the ~100 episodes of the
+    # window is 0 +- 0.5; seeds 0-5 returned 4.4-8.0 after 5 iterations (from -2.4 to 1.2).
+    assert returns[-1] >= 3.0, returns
 
 
 def test_box_actions_with_previous_actions_and_rewards_sample_and_train():
