@@ -290,6 +290,58 @@ def _curriculum() -> Outcome:
     return Outcome(passed, steps, f"task_solved {solved}, tasks 1 and 2 reached: {tasks}")
 
 
+# -- RLlib's example scripts to their --as-test targets, through the launcher ----------------------
+def _as_test_run(run_script: Callable[[Path], str], reached: str) -> Callable[[], Outcome]:
+    """Runs an example script with `--as-test` (it exits non-zero unless its target is
+    reached) through `python -m trainer run`; passes when its output says `reached`."""
+
+    def run() -> Outcome:
+        with tempfile.TemporaryDirectory() as folder:
+            output = run_script(Path(folder))
+        rows = re.findall(r"^iter +\d+ \| total time \(s\) +[\d.]+ \| ts (\d+)", output, re.M)
+        steps = int(rows[-1]) if rows else 0
+        found = reached in output
+        return Outcome(found, steps, "reached" if found else output[-300:].replace("\n", " | "))
+
+    return run
+
+
+def _sac_pendulum_script(folder: Path) -> str:
+    from test_sac_examples import PENDULUM, _script
+
+    script = _script(folder, PENDULUM)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", str(script), "--as-test"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=folder,
+    )
+    return done.stdout + done.stderr
+
+
+def _vpg_example_script(folder: Path) -> str:
+    from test_vpg import EXAMPLE
+
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", str(EXAMPLE)]
+        + ["--as-test", "--stop-reward", "50", "--stop-iters", "600"],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=folder,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    return done.stdout + done.stderr
+
+
+def _shared_encoder_script(folder: Path) -> str:
+    from test_multi_agent_examples import run_example
+
+    output, _ = run_example(folder, "multi_agent/shared_encoder_cartpole.py", "--as-test")
+    return output
+
+
 TARGETS = [
     *(
         Target(
@@ -368,6 +420,31 @@ TARGETS = [
         "solved within 328,000 env steps (twice RLlib's reported 164,000), tasks 1 and 2 reached",
         "tests/test_curriculum.py::test_rllibs_curriculum_example_runs_and_learns_task_0",
         _curriculum,
+    ),
+    Target(
+        "rllib-sac-pendulum-example",
+        "RLlib's tuned Pendulum SAC script (learning_tests_pendulum_sac) through the launcher",
+        "--as-test: a mean return of -250 within 20,000 env steps",
+        "tests/test_sac_examples.py::test_tuned_pendulum_sac_script_trains_two_iterations_through_the_launcher",
+        _as_test_run(
+            _sac_pendulum_script, "`env_runners/episode_return_mean` of -250.0 reached! ok"
+        ),
+    ),
+    Target(
+        "rllib-vpg-example",
+        "RLlib's vpg_custom_algorithm.py, unmodified, through the launcher",
+        "--as-test: a mean return of 50 within 600 iterations",
+        "tests/test_vpg.py::test_rllibs_vpg_example_runs_unmodified_through_the_launcher",
+        _as_test_run(_vpg_example_script, "`env_runners/episode_return_mean` of 50.0 reached! ok"),
+    ),
+    Target(
+        "rllib-shared-encoder-example",
+        "RLlib's multi_agent/shared_encoder_cartpole.py through the launcher",
+        "--as-test: a combined mean return of 600 within 100,000 env steps",
+        "tests/test_multi_agent_examples.py::test_shared_encoder_cartpole_runs_rllibs_ci_iterations",
+        _as_test_run(
+            _shared_encoder_script, "`env_runners/episode_return_mean` of 600.0 reached! ok"
+        ),
     ),
 ]
 

@@ -146,19 +146,6 @@ def test_shared_encoder_cartpole_runs_rllibs_ci_iterations(tmp_path):
 
 @pytest.mark.ray
 @pytest.mark.cli
-def test_shared_encoder_cartpole_reaches_its_return_through_the_shared_encoder(tmp_path):
-    """Two VPG policies after one shared encoder (a MultiRLModule class that runs its modules
-    together, one optimizer over all of them): RLlib's combined return of 600 within its
-    100,000 env steps (--as-test: the script checks it)."""
-    output, report = run_example(tmp_path, "multi_agent/shared_encoder_cartpole.py", "--as-test")
-    assert report["outcome"] == "ok", output[-3000:]
-    assert "`env_runners/episode_return_mean` of 600.0 reached! ok" in output
-    rows = progress(output)
-    assert rows[-1]["ts"] <= 100_000 and {"return p0", "return p1"} <= set(rows[-1])
-
-
-@pytest.mark.ray
-@pytest.mark.cli
 def test_pettingzoo_waterworld_names_the_missing_extra(tmp_path):
     """Waterworld needs `pettingzoo[sisl]` (pymunk), which is not installed: the script stops
     at its own import of it (before anything of this project runs)."""

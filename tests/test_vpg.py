@@ -57,15 +57,13 @@ def test_the_stored_example_is_rllibs_unmodified():
 
 @pytest.mark.cli
 @needs_torch
-def test_rllibs_vpg_example_learns_cartpole_unmodified_through_the_launcher(tmp_path):
-    # The script's own config: 2 EnvRunner processes, 10 episodes per step, lr 0.0005.
-    # `--as-test` exits non-zero unless the return is reached before the iterations run out
-    # (about 150 iterations, 10 s, here).
+def test_rllibs_vpg_example_runs_unmodified_through_the_launcher(tmp_path):
+    # The script's own config: 2 EnvRunner processes, 10 episodes per step, lr 0.0005; three
+    # iterations here (bench/learning_targets.py runs it with --as-test to a return of 50).
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop(launcher.ENV_VAR, None)
     completed = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(EXAMPLE)]
-        + ["--as-test", "--stop-reward", "50", "--stop-iters", "600"],
+        [sys.executable, "-m", "trainer", "run", str(EXAMPLE), "--stop-iters", "3"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -74,7 +72,10 @@ def test_rllibs_vpg_example_learns_cartpole_unmodified_through_the_launcher(tmp_
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output[-3000:]
-    assert "`env_runners/episode_return_mean` of 50.0 reached! ok" in output
+    # RLlib's driver prints a progress line per iteration: three, with episodes in each.
+    rows = re.findall(r"^iter +(\d+) \| total time \(s\) +[\d.]+ \| ts (\d+)", output, re.M)
+    assert [int(i) for i, _ in rows] == [1, 2, 3], output[-3000:]
+    assert int(rows[-1][1]) > int(rows[0][1]) > 0
 
 
 @needs_torch
