@@ -265,7 +265,7 @@ def _fresh_process_state(cwd: Any, env: dict | None, argv: list[str]) -> Iterato
             if signal.getsignal(number) is not handler:
                 signal.signal(number, handler)
         for (module_name, attribute), value in saved_caches.items():
-            setattr(sys.modules[module_name], attribute, value)
+            _put_back(sys.modules[module_name], attribute, value)
         for pool, num_threads in zip(BLAS_POOLS.lib_controllers, saved_blas_threads, strict=True):
             if pool.num_threads != num_threads:
                 pool.set_num_threads(num_threads)
@@ -282,6 +282,18 @@ def _signal_handlers() -> dict[int, Any]:
             if handler is not None:
                 handlers[number] = handler
     return handlers
+
+
+def _put_back(module: Any, attribute: str, value: Any) -> None:
+    """Sets `module.attribute` to `value`, a set or dict in place: other modules hold the same
+    object under their own names (`from trainer.util.deprecation import _warned`), and a new
+    object would leave them apart."""
+    current = getattr(module, attribute)
+    if isinstance(current, (set, dict)) and type(current) is type(value):
+        current.clear()
+        current.update(value)
+    else:
+        setattr(module, attribute, value)
 
 
 def _once_caches() -> dict[tuple[str, str], Any]:
