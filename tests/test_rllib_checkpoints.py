@@ -6,6 +6,7 @@ statistics restored, and training continued here."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -58,6 +59,8 @@ dqn = (
     .environment("CartPole-v1")
     .env_runners(num_env_runners=0)
     .training(num_steps_sampled_before_learning_starts=100)
+    # (an iteration of 200 env steps, not DQN's 1000: about 100 updates, not 900)
+    .reporting(min_sample_timesteps_per_iteration=200)
     .debugging(seed=0)
 )
 sac = (
@@ -125,16 +128,26 @@ print("saved")
 
 @pytest.fixture(scope="module")
 def rllib_checkpoints(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("rllib")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
-    done = subprocess.run(
-        [sys.executable, "-c", RLLIB_SCRIPT, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=400,
-        env=env,
-    )
-    assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-3000:]
+    """The folder RLLIB_SCRIPT wrote, once per test session: the pytest-xdist workers of one
+    run share it (the first to get the lock writes it, about 20 s of RLlib; the others wait
+    for it and read it)."""
+    # The parent of this worker's base folder is the run's, shared by its workers.
+    shared = tmp_path_factory.getbasetemp().parent
+    out = shared / "rllib_checkpoints"
+    with open(shared / "rllib_checkpoints.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+        if not (out / "done").is_file():
+            out.mkdir(exist_ok=True)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
+            done = subprocess.run(
+                [sys.executable, "-c", RLLIB_SCRIPT, str(out)],
+                capture_output=True,
+                text=True,
+                timeout=400,
+                env=env,
+            )
+            assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-3000:]
+            (out / "done").touch()
     return out
 
 
