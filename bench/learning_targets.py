@@ -1,6 +1,6 @@
-"""The learning runs to their targets that the suite checks only briefly: each was a test of
-tests/conftest.py's LONG_TESTS; the suite keeps a short seeded check of its learning signal
-(named under each entry) and this script runs it to its full target.
+"""The learning runs to their targets that the suite checks only briefly: each was a long test
+the suite skipped; the suite keeps a short seeded check of its learning signal (named under
+each entry) and this script runs it to its full target.
 
 Prints one line per run: PASS/FAIL/SKIP, the name, the seconds (the build included), the env
 steps sampled, and what was reached. Exits 1 when a run failed.

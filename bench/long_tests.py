@@ -1,8 +1,8 @@
-"""The suite's longest runs, which the whole suite skips to stay under its 15-minute budget on
-2 cores (tests/conftest.py: LONG_TESTS): RLlib's own long tests (a PPO training with crashing
-sub-envs, a distributed EnvRunner on Ray, an example with parallel evaluation), this
-project's long multi-agent and backend runs, two torch learning runs, and the mypy check
-(`.ci/run` runs mypy as a step of its own). Runs them with
+"""The tests marked `long` (tests/conftest.py: RLLIB_LONG_TESTS, and the tests of this project
+that carry the marker), which the whole suite skips: runs too long for its 15-minute budget on
+2 cores yet (RLlib's own long tests: a PPO training with crashing sub-envs, a case that sleeps
+45 s, a distributed EnvRunner on Ray, its parallel-evaluation example; the pages whose blocks
+train; the mypy check, which `.ci/run` runs as a step of its own). Runs them with
 LOCALRL_LONG_TESTS=1 and prints each one's outcome and time.
 
 Run: python bench/long_tests.py [pytest options]
@@ -18,22 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from conftest import LONG_TESTS, LONG_TESTS_VAR  # noqa: E402
-
-
-def node_ids() -> list[str]:
-    """The pytest node ids of LONG_TESTS (found by file name under tests/)."""
-    ids = []
-    for file_name, test_name in sorted(LONG_TESTS):
-        (path,) = [p for p in (REPO / "tests").rglob(file_name)]
-        ids.append(f"{path.relative_to(REPO)}::{test_name}")
-    return ids
-
-
-def selected_names() -> str:
-    """The -k expression of LONG_TESTS: each test by its name (a parametrized case by its
-    test's name: -k takes no brackets, so its other cases run too)."""
-    return " or ".join(sorted({test.split("[")[0] for _, test in LONG_TESTS}))
+from conftest import LONG_TESTS_VAR  # noqa: E402
 
 
 def main() -> int:
@@ -43,20 +28,14 @@ def main() -> int:
         "pytest",
         "-q",
         "-m",
-        "slow or not slow",
+        "long",
         "-p",
         "no:cacheprovider",
         "--durations=0",
         *sys.argv[1:],
+        "tests",
     ]
-    # Class-based RLlib tests are selected by name (-k), the others by node id.
-    names = selected_names()
-    files = sorted({str(Path(node.split("::")[0])) for node in node_ids()})
-    result = subprocess.run(
-        [*command, "-k", names, *files],
-        cwd=REPO,
-        env={**os.environ, LONG_TESTS_VAR: "1"},
-    )
+    result = subprocess.run(command, cwd=REPO, env={**os.environ, LONG_TESTS_VAR: "1"})
     return result.returncode
 
 

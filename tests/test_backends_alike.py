@@ -4,7 +4,8 @@ run that uses callbacks and chains, custom metrics, curriculum tasks, named obje
 `foreach_env_runner` / `foreach_env` and sequential evaluation gives the very same results on
 both; parallel evaluation ("auto" and fixed, with and without a thread) and restarts with
 `on_env_runners_recreated` behave the same. Named objects are Ray named actors here (this
-process is connected to Ray), reached from worker processes and actors alike."""
+process is connected to the session's Ray, `ray_session` in tests/conftest.py), reached from
+worker processes and actors alike."""
 
 from __future__ import annotations
 
@@ -21,18 +22,11 @@ from trainer.named_objects import NamedObjectError, server_running, shutdown_nam
 from trainer.testing import kill_env_runner
 
 ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
 
 BACKENDS = ["processes", "ray"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=4, include_dashboard=False, configure_logging=False)
-    shutdown_named_objects()  # named objects are decided anew: Ray named actors from now on
-    yield
-    shutdown_named_objects()
-    ray.shutdown()
+#: The iterations of the seeded runs: the curriculum moves on after each one.
+ITERATIONS = 2
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +61,9 @@ def _deterministic(result: dict) -> dict:
 def _run(backend: str) -> dict:
     steps = create_named_object("steps", Counter)
     config = (
-        small_ppo(2, train_batch_size=200, num_epochs=2)
+        # One training EnvRunner (test_a_seeded_multi_agent_run_is_the_same_on_both_backends
+        # has two) and one evaluation EnvRunner: each a worker process or a Ray actor.
+        small_ppo(1, train_batch_size=200, num_epochs=2)
         .environment(LevelEnv, env_config={"count_steps_in": "steps", "count_with_remote": True})
         .env_runners(backend=backend, num_envs_per_env_runner=2, rollout_fragment_length=50)
         .callbacks(
@@ -86,7 +82,7 @@ def _run(backend: str) -> dict:
     )
     try:
         with config.build() as algo:
-            results = [_deterministic(algo.train()) for _ in range(3)]
+            results = [_deterministic(algo.train()) for _ in range(ITERATIONS)]
             group = algo.env_runner_group
             weights = algo.get_weights()
             return {
@@ -114,12 +110,14 @@ def test_a_seeded_run_is_the_same_on_both_backends():
     on_processes, on_ray = _run("processes"), _run("ray")
     # It ran what it says: custom metrics from the chain, curriculum, evaluation, named objects.
     last = on_processes["results"][-1]
-    assert last["env_runners"]["episode_level"] == 2
+    # The last iteration's episodes ran on the task the one before set (its number).
+    assert last["env_runners"]["episode_level"] == ITERATIONS - 1
     assert last["env_runners"]["episodes_counted"] > 0 and last["env_runners"]["samples_seen"]
     assert last["evaluation"]["env_runners"]["num_episodes"] == 4
-    assert on_processes["tasks"] == [[3, 3], [3, 3]] == on_processes["env_levels"]
-    assert on_processes["synced"] == [True, True, True]
-    assert on_processes["steps_counted"] == 3 * 200 + 3 * 4 * 10  # training + evaluation steps
+    assert on_processes["tasks"] == [[ITERATIONS] * 2] == on_processes["env_levels"]
+    assert on_processes["synced"] == [True, True]
+    # Training and evaluation steps.
+    assert on_processes["steps_counted"] == ITERATIONS * 200 + ITERATIONS * 4 * 10
     for key in on_processes:
         assert on_ray[key] == on_processes[key], key
 
@@ -140,13 +138,13 @@ def test_parallel_evaluation_lags_one_iteration(backend, duration, thread):
     )
     with config.build() as algo:
         sums, evaluated = [weights_sum(algo)], []
-        for _ in range(3):
+        for _ in range(2):  # the second round is the one that could use the newer weights
             evaluated.append(algo.train()["evaluation"]["env_runners"])
             sums.append(weights_sum(algo))
     # train(0->1) + eval(0), train(1->2) + eval(1), ...: each round used the weights before.
     assert [e["weights_sum"] for e in evaluated] == pytest.approx(sums[:-1], rel=1e-9)
     steps = [e["num_env_steps_sampled"] for e in evaluated]
-    assert steps == [300] * 3 if duration == 300 else all(s >= 100 for s in steps)
+    assert steps == [300] * 2 if duration == 300 else all(s >= 100 for s in steps)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

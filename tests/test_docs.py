@@ -100,9 +100,33 @@ def blocks_of(page: Path) -> list[Block]:
     return blocks
 
 
+#: Pages whose blocks train for longer than the suite's budget allows yet (test_cli.py and
+#: test_tune.py run the same commands): marked `long` (tests/conftest.py).
+LONG_PAGES = {
+    "README.md",
+    "docs/cli.md",
+    "docs/tune.md",
+    "docs/torch.md",
+    "docs/offline.md",
+    "docs/sac.md",
+}
+
+
 def _pages_with_runnable_blocks() -> list[Path]:
     return [
         page for page in PAGES if any(block.action in ("run", "file") for block in blocks_of(page))
+    ]
+
+
+def _page_cases() -> list:
+    """`_pages_with_runnable_blocks`, the `LONG_PAGES` marked `long`."""
+    return [
+        pytest.param(
+            page,
+            id=str(page.relative_to(REPO)),
+            marks=[pytest.mark.long] if str(page.relative_to(REPO)) in LONG_PAGES else [],
+        )
+        for page in _pages_with_runnable_blocks()
     ]
 
 
@@ -173,9 +197,7 @@ def _runnable(block: Block) -> dict:
 
 
 @pytest.mark.slow  # the pages' trainings, each page in a process of its own
-@pytest.mark.parametrize(
-    "page", _pages_with_runnable_blocks(), ids=lambda page: str(page.relative_to(REPO))
-)
+@pytest.mark.parametrize("page", _page_cases())
 def test_the_code_blocks_of_the_page_run(page, tmp_path):
     blocks = [_runnable(block) for block in blocks_of(page) if block.action in ("run", "file")]
     (tmp_path / "blocks.json").write_text(json.dumps(blocks))

@@ -451,21 +451,13 @@ def test_module_and_policy_specs_are_stored_as_plain_config_data():
     assert rebuilt.policy_mapping_fn is _old_opponent
 
 
-@pytest.fixture
-def local_ray():
-    """A local Ray for one test, shut down after it (a Ray left connected would turn the
-    named objects of later tests into Ray actors)."""
-    ray = pytest.importorskip("ray", reason="needs Ray (the test extra)")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
-    yield
-    ray.shutdown()
-
-
 @pytest.mark.slow
 @pytest.mark.ray
-def test_add_module_and_exact_resume_on_the_ray_backend(tmp_path, local_ray):
+def test_add_module_and_exact_resume_on_the_ray_backend(tmp_path, ray_session):
     """The same on EnvRunners that are Ray actors: the module reaches them, and a restored run
-    continues exactly."""
+    continues exactly. On the session's Ray (`ray_session`), shut down before a later test that
+    does not use it (a Ray left connected would turn later tests' named objects into Ray
+    actors)."""
     config = _self_play_config(num_env_runners=1).env_runners(backend="ray")
     algo = config.build()
     try:

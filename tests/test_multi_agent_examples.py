@@ -223,6 +223,7 @@ def test_other_pieces_in_a_multi_agent_run_are_refused_naming_the_piece():
 
 
 @pytest.mark.slow
+@pytest.mark.long  # an iteration of PPO's defaults, rendering each step (about 30 s)
 @pytest.mark.ray
 @pytest.mark.cli
 def test_custom_env_render_method_multi_agent_renders_each_sub_env(tmp_path):

@@ -1,5 +1,5 @@
 """The Ray backend (`env_runners(backend="ray")`): EnvRunners as real Ray actors on a local Ray
-instance started once for this module. Sampling and learning, code run on the actors, errors
+instance shared by the test session (`ray_session`, tests/conftest.py). Sampling and learning, code run on the actors, errors
 keeping their type, `stop()` ending every actor, the main job, Ray missing. Restarts and a
 multi-node cluster are in test_ray_cluster.py, both backends side by side in test_backends_alike.py."""
 
@@ -18,14 +18,7 @@ from trainer.algorithms.algorithm_config import ConfigError
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 
 ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=4, include_dashboard=False, configure_logging=False)
-    yield
-    ray.shutdown()
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
 
 
 def _config(**env_runners):
@@ -138,8 +131,10 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
     import subprocess
     import sys
 
-    # Its own local Ray instance (the module's is this process's), ended with the job. Without
-    # the preset: its evaluation actor would be a third 1-CPU actor on this 2-CPU machine.
+    # The job joins the session's Ray (RAY_ADDRESS, as on a cluster) rather than starting one
+    # of its own (seconds): its actors end with it. Without the preset: its evaluation actor
+    # would be a third actor.
+    address = ray.get_runtime_context().gcs_address
     done = subprocess.run(
         [
             sys.executable,
@@ -165,6 +160,7 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
         capture_output=True,
         text=True,
         timeout=240,
+        env={**os.environ, "RAY_ADDRESS": address},
     )
     assert done.returncode == 0, done.stderr[-2000:]
     params = json.loads((tmp_path / "run" / "params.json").read_text())
@@ -174,7 +170,7 @@ def test_the_main_job_trains_on_ray_actors(tmp_path):
 
 
 def test_an_actor_that_waits_for_resources_is_named_with_what_it_asked_for(monkeypatch):
-    # Two actors of 3 CPUs on this module's 4-CPU instance: the second never starts. Ray keeps
+    # Two actors of 3 CPUs on the session's 4-CPU instance: the second never starts. Ray keeps
     # it pending silently; the startup timeout says what it asked for and what the cluster has.
     from trainer.errors import EnvRunnerTimeout
     from trainer.runners import env_runner_group
@@ -193,7 +189,8 @@ def test_an_actor_that_waits_for_resources_is_named_with_what_it_asked_for(monke
 
 def test_sac_samples_on_ray_actors_and_learns():
     """SAC's off-policy loop with its EnvRunners as Ray actors: replayed updates, the weights
-    back to the actors."""
+    back to the actors. (Three iterations: the loop end to end; SAC's learning is
+    test_sac*.py's, and bench/ray_backend.py times longer runs on Ray.)"""
     from trainer import SACConfig
 
     algo = (
@@ -207,15 +204,18 @@ def test_sac_samples_on_ray_actors_and_learns():
         .build()
     )
     try:
-        for _ in range(40):
-            result = algo.train()
+        initial = algo.learner.get_weights()
+        results = [algo.train() for _ in range(3)]
         learned = algo.learner.get_weights()
         actor_weights = algo.env_runner_group.foreach_env_runner(
             lambda runner: runner.module.get_weights(), local_env_runner=False
         )[0]
     finally:
         algo.stop()
-    assert result["learners"]["default_policy"]["qf_loss"] >= 0.0
+    # Updates from the replayed samples the actors sent: the weights moved.
+    assert results[-1]["learners"]["default_policy"]["qf_loss"] >= 0.0
+    assert results[-1]["num_env_steps_sampled_lifetime"] > 32
+    assert any(not np.array_equal(initial[name], learned[name]) for name in learned)
     for name, weights in learned.items():
         np.testing.assert_array_equal(actor_weights[name], weights, err_msg=name)
 

@@ -188,12 +188,16 @@ def test_episode_metrics_logged_at_the_end_of_sample_match_the_returned_episodes
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["processes", pytest.param("ray", marks=pytest.mark.ray)])
-def test_runners_in_processes_of_their_own_freeze_their_startup_objects(backend):
+def test_runners_in_processes_of_their_own_freeze_their_startup_objects(backend, request):
+    if backend == "ray":  # on the session's Ray (tests/conftest.py), not one started by build()
+        shared_ray = request.getfixturevalue("ray_session")
+        shared_ray.start()
     before = gc.get_freeze_count()
     algo = (
         PPOConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=1, backend=backend)
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)  # one short iteration
         .debugging(seed=0)
         .build()
     )
@@ -206,6 +210,8 @@ def test_runners_in_processes_of_their_own_freeze_their_startup_objects(backend)
     finally:
         algo.stop()
     assert gc.get_freeze_count() == before  # the training process's collector is untouched
+    if backend == "ray":
+        assert not shared_ray.leftovers()
 
 
 def test_a_runner_server_in_the_training_process_leaves_its_collector_alone():

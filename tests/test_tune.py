@@ -27,28 +27,12 @@ from trainer.testing import env_runner_pids
 
 ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
 tune = pytest.importorskip("trainer.tune", reason="needs Ray Tune: pip install 'localrl[tune]'")
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+# On the session's Ray (`ray_session`, tests/conftest.py: 4 CPUs, and this folder on the path
+# of its workers, whose trial actors import this file's env creator and callbacks by name).
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
 
 RETURN = "env_runners/episode_return_mean"
 MODULE_DIR = Path("learner_group", "learner", "rl_module", "default_policy")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    # The trials' actors import this file's env creator and callback by name, as they would a
-    # user's module: this folder goes on their path.
-    tests_folder = str(Path(__file__).parent)
-    path = os.pathsep.join(filter(None, [tests_folder, os.environ.get("PYTHONPATH")]))
-    ray.init(
-        address="local",  # a Ray of its own, not the latest one started on this machine
-        num_cpus=2,
-        include_dashboard=False,
-        configure_logging=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": path}},
-    )
-    yield
-    ray.shutdown()
 
 
 def scaled_cartpole(env_config: dict) -> gym.Env:
@@ -117,11 +101,12 @@ def test_a_grid_of_four_runs_two_at_a_time_with_checkpoints_in_the_trial_folders
     results = tune.Tuner(
         "PPO",
         param_space=config,
-        tune_config=tune.TuneConfig(max_concurrent_trials=2),
+        # reuse_actors: trials 2 and 3 run in the actors of 0 and 1 (fewer processes to start).
+        tune_config=tune.TuneConfig(max_concurrent_trials=2, reuse_actors=True),
         run_config=run_config(
             tmp_path,
             name="grid",
-            stop={"training_iteration": 2},
+            stop={"training_iteration": 1},
             checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
             callbacks=[concurrent],
         ),
@@ -135,8 +120,8 @@ def test_a_grid_of_four_runs_two_at_a_time_with_checkpoints_in_the_trial_folders
     ]
     assert concurrent.most == 2
     for result in results:
-        assert result.metrics["training_iteration"] == 2
-        assert result.metrics["num_env_steps_sampled_lifetime"] == 400
+        assert result.metrics["training_iteration"] == 1
+        assert result.metrics["num_env_steps_sampled_lifetime"] == 200
         # Tune's run folder: the trial's own folder holds its results and our checkpoint.
         trial_folder = Path(result.path)
         assert trial_folder.parent == tmp_path / "grid"
@@ -146,12 +131,14 @@ def test_a_grid_of_four_runs_two_at_a_time_with_checkpoints_in_the_trial_folders
         checkpoint = Path(result.checkpoint.path)
         assert checkpoint.parent == trial_folder
         assert (checkpoint / "metadata.json").is_file() and (checkpoint / MODULE_DIR).is_dir()
-        # The checkpoint is the trial's algorithm: it restores here with its iteration.
-        algorithm = PPO.from_checkpoint(checkpoint)
-        try:
-            assert algorithm.iteration == 2 and algorithm.config.lr == result.config["lr"]
-        finally:
-            algorithm.stop()
+    # A checkpoint is the trial's algorithm: it restores here with its iteration and settings.
+    last = max(results, key=lambda result: (result.config["lr"], result.config["num_epochs"]))
+    algorithm = PPO.from_checkpoint(last.checkpoint.path)
+    try:
+        assert algorithm.iteration == 1
+        assert (algorithm.config.lr, algorithm.config.num_epochs) == (1e-3, 2)
+    finally:
+        algorithm.stop()
     best = results.get_best_result(RETURN, "max")
     assert best.metrics["env_runners"]["episode_return_mean"] == max(
         r.metrics["env_runners"]["episode_return_mean"] for r in results
@@ -251,17 +238,20 @@ class ReportRunnersTrialIds(RLlibCallback):
 
 
 def test_ray_backend_runners_are_placed_in_the_trials_placement_group(tmp_path):
-    # The trial reserves both CPUs of this Ray (its main process and one EnvRunner): an actor
-    # placed outside its placement group would wait for a free CPU forever. Each runner (the
-    # local one and the Ray actor) has the trial's id, as RLlib's runners have.
+    # The trial reserves all 4 CPUs of the session's Ray (its main process and one EnvRunner
+    # of 3): an actor placed outside its placement group would wait for a free CPU forever.
+    # Each runner (the local one and the Ray actor) has the trial's id, as RLlib's runners have.
     config = (
-        tiny_ppo().env_runners(backend="ray", num_env_runners=1).callbacks(ReportRunnersTrialIds)
+        tiny_ppo()
+        .env_runners(backend="ray", num_env_runners=1, num_cpus_per_env_runner=3)
+        .callbacks(ReportRunnersTrialIds)
     )
+    assert ray.cluster_resources()["CPU"] == 4
     bundles = tune.as_trainable(PPO).default_resource_request(config.to_dict()).bundles
-    assert bundles == [{"CPU": 1.0}, {"CPU": 1.0}]
+    assert bundles == [{"CPU": 1.0}, {"CPU": 3.0}]
     assert tune.as_trainable(PPO).default_resource_request(
-        tiny_ppo().env_runners(num_env_runners=2, num_cpus_per_env_runner=2)
-    ).bundles == [{"CPU": 2.0}]  # worker processes: one bundle, at most this Ray's 2 CPUs
+        tiny_ppo().env_runners(num_env_runners=2, num_cpus_per_env_runner=3)
+    ).bundles == [{"CPU": 4.0}]  # worker processes: one bundle, at most this Ray's 4 CPUs
     assert PPO.default_resource_request(config).bundles == bundles  # RLlib's classmethod too
     results = tune.Tuner(
         PPO,
@@ -444,7 +434,7 @@ DRIVER = textwrap.dedent(
     ).fit()
     """
 )
-ITERATIONS = 4
+ITERATIONS = 3
 
 
 def wait_for(condition, timeout_s: float, what: str) -> None:
@@ -465,7 +455,7 @@ def alive(pid: int) -> bool:
 def test_tuner_restore_finishes_a_search_whose_driver_was_sigkilled(tmp_path):
     marker, kill_me = tmp_path / "first_trial_done", tmp_path / "kill_me"
     experiment = tmp_path / "killed"
-    # The driver joins this module's Ray, as a script joins a running cluster.
+    # The driver joins the session's Ray, as a script joins a running cluster.
     # TUNE_GLOBAL_CHECKPOINT_S=0: it writes the experiment's state at every step.
     driver = subprocess.Popen(
         [
@@ -539,12 +529,13 @@ def test_a_sac_grid_search_runs_each_trial(tmp_path):
     results = tune.Tuner(
         "SAC",
         param_space=config,
-        run_config=run_config(tmp_path, name="sac", stop={"training_iteration": 2}),
+        run_config=run_config(tmp_path, name="sac", stop={"training_iteration": 1}),
     ).fit()
     assert results.num_errors == 0
     assert sorted(r.config["actor_lr"] for r in results) == [3e-4, 1e-3]
     for result in results:
-        assert result.metrics["training_iteration"] == 2
+        # One iteration of 64 steps sampled: past the 32 before learning starts, it updates.
+        assert result.metrics["training_iteration"] == 1
         assert result.metrics["learners"]["default_policy"]["qf_loss"] >= 0.0
 
 

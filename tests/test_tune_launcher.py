@@ -309,6 +309,8 @@ print("real ray", hasattr(ray, "get_runtime_context"), type(results).__module__)
 @pytest.mark.slow
 @needs_tune
 def test_an_rllib_tune_script_runs_unmodified_through_the_launcher(tmp_path):
+    # The script starts a Ray of its own (its ray.init(num_cpus=2)): not the session's, which
+    # it could join only without the num_cpus and with its HOME (Ray's auth token file).
     script = tmp_path / "tune_script.py"
     script.write_text("import os\n" + TUNE_SCRIPT)
     env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(tmp_path))  # ~/ray_results
@@ -336,18 +338,10 @@ def test_an_rllib_tune_script_runs_unmodified_through_the_launcher(tmp_path):
     assert all((trial / "result.json").is_file() for trial in trials)
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, configure_logging=False)
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.ray
 @pytest.mark.slow
 @needs_tune
-def test_the_example_driver_runs_its_trials_through_tune(local_ray, tmp_path, monkeypatch):
+def test_the_example_driver_runs_its_trials_through_tune(ray_session, tmp_path, monkeypatch):
     from ray.tune import ResultGrid as TuneResultGrid
 
     from trainer import PPOConfig
@@ -389,7 +383,7 @@ def test_the_example_driver_runs_its_trials_through_tune(local_ray, tmp_path, mo
 @pytest.mark.ray
 @pytest.mark.slow
 @needs_tune
-def test_the_tune_command_runs_a_search_from_a_toml_file(local_ray, tmp_path, capsys):
+def test_the_tune_command_runs_a_search_from_a_toml_file(ray_session, tmp_path, capsys):
     path = write(
         tmp_path,
         f"""

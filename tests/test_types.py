@@ -38,6 +38,7 @@ NOT_SETTINGS = {
 
 
 @pytest.mark.slow
+@pytest.mark.long  # .ci/run runs mypy as a step of its own, right after the suite
 def test_mypy_reports_no_errors_on_trainer():
     pytest.importorskip("mypy", reason="the type check needs mypy (pip install -e '.[test]')")
     done = subprocess.run(

@@ -7,8 +7,8 @@
 # Changes besides the imports:
 # - `tree.flatten` (dm-tree, not installed here) is a small local function over nested dicts.
 # - `ray.init()` / `ray.shutdown()` start and end this project's named-objects registry.
-# - The three multi-agent tests are long runs (tests/conftest.py LONG_TESTS: the suite skips
-#   them, `python bench/long_tests.py` runs them).
+# - The three multi-agent tests are slow (tests/conftest.py RLLIB_SLOW_TESTS: the whole suite
+#   runs them, the fast tier leaves them out).
 import gymnasium as gym
 import numpy as np
 import shutil
