@@ -43,17 +43,22 @@ def flaky_env_ppo(seed: int = 2, p_crash: float = 0.003):
 def test_a_flaky_env_with_an_explicit_budget_keeps_training_and_learning():
     """p_crash 0.001: a third of the 400-step samples fail; the runners are restarted (RLlib's
     rule, checked in tests/test_fault_tolerance*.py), the iterations return with what was
-    sampled, and PPO still learns: within 6 iterations the mean return rises well above a
-    random policy's (~22)."""
-    returns = []
+    sampled, and PPO still learns: within 12 iterations (6 on a quiet machine) the mean
+    return rises well above a random policy's (~22), with runners restarted on the way."""
+    returns: list[float] = []
+    restarts = 0
     with flaky_env_ppo(p_crash=0.001).build() as algo:
-        for _ in range(6):
+        for _ in range(12):
             result = algo.train()
             returns.append(result["env_runners"].get("episode_return_mean", 0.0))
-        restarts = algo.env_runner_group.num_remote_worker_restarts()
-    # Seeds 0-2: best 72-98 after 2-7 restarts.
+            restarts = algo.env_runner_group.num_remote_worker_restarts()
+            if max(returns) >= 50 and restarts >= 1:
+                break
+    # Seeds 0-2 on a quiet machine: best 72-98 within 6 iterations, after 2-7 restarts. On a
+    # busy one, restarts take longer and iterations that sample nothing come more often (one
+    # run in the whole suite: 3 of 6, best 31): twice the iterations.
     assert max(returns) >= 50, f"mean returns {returns} with {restarts} restarts"
-    # About 8 of the ~24 samples fail: none failing is a 1 in 10,000 chance.
+    # About a third of the 400-step samples fail: none failing in 24 is a 1 in 10,000 chance.
     assert restarts >= 1, returns
 
 
