@@ -74,8 +74,10 @@ def numpy_vector_env(num_envs: int) -> gym.vector.VectorEnv:
 
 class PlainLoop:
     """The plain sampling loop: `num_envs` sub-envs stepped with the policy's forward pass and
-    categorical draws written plainly, counting transitions and keeping nothing else. `run`
-    goes on from where the last call stopped (call it under one BLAS thread)."""
+    categorical draws written plainly (`act`), counting transitions and keeping nothing else.
+    `run` goes on from where the last call stopped (call it under one BLAS thread). The loops
+    with something attached override `module_input` (what the module sees) or `stepped` (after
+    each step): the rest of the loop is this one's."""
 
     def __init__(self, num_envs: int, make_env=sync_vector_env, model=MODEL) -> None:
         self.num_envs = num_envs
@@ -91,17 +93,30 @@ class PlainLoop:
         # does not count it as an env step (nor does RLlib), so neither does the plain loop.
         self.resetting = np.zeros(num_envs, dtype=bool)
 
+    def act(self, observations: np.ndarray) -> np.ndarray:
+        """The forward pass over a batch of observations and one categorical draw per row
+        (softmax, cumulative sum, one uniform per row)."""
+        logits = self.module.dist_inputs(observations.astype(np.float32))
+        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+        cdf = np.cumsum(probs, axis=1)
+        return (cdf[:, -1:] * self.rng.random((len(logits), 1)) < cdf).argmax(axis=1)
+
+    def module_input(self, obs: np.ndarray) -> np.ndarray:
+        """What the module sees of the vector env's observations: they themselves."""
+        return obs
+
+    def stepped(self, resetting: np.ndarray) -> None:
+        """After each step (`resetting`: the sub-envs whose step was their autoreset)."""
+
     def run(self, total_steps: int) -> int:
         """Steps until at least `total_steps` transitions; returns how many."""
         transitions = 0
         obs, resetting, num_envs = self.obs, self.resetting, self.num_envs
         while transitions < total_steps:
-            logits = self.module.dist_inputs(obs.astype(np.float32))
-            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-            cdf = np.cumsum(probs, axis=1)
-            actions = (cdf[:, -1:] * self.rng.random((num_envs, 1)) < cdf).argmax(axis=1)
+            actions = self.act(self.module_input(obs))
             obs, _, terminated, truncated, _ = self.env.step(actions)
             transitions += num_envs - int(np.count_nonzero(resetting))
+            self.stepped(resetting)
             resetting = terminated | truncated
         self.obs, self.resetting = obs, resetting
         return transitions
@@ -115,10 +130,9 @@ class StepCallbackLoop(PlainLoop):
     the keyword arguments RLlib's EnvRunner passes (one dict per sub-env, made once): the
     cost of the calls themselves, the ceiling of any runner that fires them."""
 
-    def run(self, total_steps: int) -> int:
-        transitions = 0
-        obs, resetting, num_envs = self.obs, self.resetting, self.num_envs
-        event_kwargs = [
+    def __init__(self, num_envs: int, make_env=sync_vector_env, model=MODEL) -> None:
+        super().__init__(num_envs, make_env, model)
+        self.event_kwargs = [
             {
                 "episode": None, "env_runner": None, "metrics_logger": None, "env": self.env,
                 "env_index": i, "rl_module": self.module, "worker": None, "base_env": None,
@@ -126,19 +140,11 @@ class StepCallbackLoop(PlainLoop):
             }
             for i in range(num_envs)
         ]  # fmt: skip
-        while transitions < total_steps:
-            logits = self.module.dist_inputs(obs.astype(np.float32))
-            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-            cdf = np.cumsum(probs, axis=1)
-            actions = (cdf[:, -1:] * self.rng.random((num_envs, 1)) < cdf).argmax(axis=1)
-            obs, _, terminated, truncated, _ = self.env.step(actions)
-            transitions += num_envs - int(np.count_nonzero(resetting))
-            for kwargs, autoreset in zip(event_kwargs, resetting.tolist(), strict=True):
-                if not autoreset:
-                    on_episode_step(**kwargs)
-            resetting = terminated | truncated
-        self.obs, self.resetting = obs, resetting
-        return transitions
+
+    def stepped(self, resetting: np.ndarray) -> None:
+        for kwargs, autoreset in zip(self.event_kwargs, resetting.tolist(), strict=True):
+            if not autoreset:
+                on_episode_step(**kwargs)
 
 
 class MeanStdFilterLoop(PlainLoop):
@@ -148,37 +154,29 @@ class MeanStdFilterLoop(PlainLoop):
     sample variance in a dozen numpy calls per step), clipped at 10. The ceiling of any
     numpy filter."""
 
-    def run(self, total_steps: int) -> int:
-        transitions = 0
-        obs, resetting, num_envs = self.obs, self.resetting, self.num_envs
-        width = obs.shape[1]
-        count, sums = 0, np.zeros(2 * width)  # sum(x), sum(x * x) of every row pushed
-        places = np.arange(1.0, num_envs + 1.0)[:, None]
-        while transitions < total_steps:
-            x = obs.astype(np.float64)
-            running = np.cumsum(np.concatenate([x, x * x], axis=1), axis=0)
-            running += sums
-            n = count + places
-            mean = running[:, :width] / n
-            var = (running[:, width:] - running[:, :width] * mean) / np.maximum(n - 1.0, 1.0)
-            filtered = np.clip((x - mean) / (np.sqrt(var) + 1e-6), -10.0, 10.0)
-            count, sums = count + num_envs, running[-1]
-            logits = self.module.dist_inputs(filtered.astype(np.float32))
-            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-            cdf = np.cumsum(probs, axis=1)
-            actions = (cdf[:, -1:] * self.rng.random((num_envs, 1)) < cdf).argmax(axis=1)
-            obs, _, terminated, truncated, _ = self.env.step(actions)
-            transitions += num_envs - int(np.count_nonzero(resetting))
-            resetting = terminated | truncated
-        self.obs, self.resetting = obs, resetting
-        return transitions
+    def __init__(self, num_envs: int, make_env=sync_vector_env, model=MODEL) -> None:
+        super().__init__(num_envs, make_env, model)
+        self.width = self.obs.shape[1]
+        self.count, self.sums = 0, np.zeros(2 * self.width)  # sum(x), sum(x * x) pushed
+        self.places = np.arange(1.0, num_envs + 1.0)[:, None]
+
+    def module_input(self, obs: np.ndarray) -> np.ndarray:
+        width = self.width
+        x = obs.astype(np.float64)
+        running = np.cumsum(np.concatenate([x, x * x], axis=1), axis=0)
+        running += self.sums
+        n = self.count + self.places
+        mean = running[:, :width] / n
+        var = (running[:, width:] - running[:, :width] * mean) / np.maximum(n - 1.0, 1.0)
+        self.count, self.sums = self.count + self.num_envs, running[-1]
+        return np.clip((x - mean) / (np.sqrt(var) + 1e-6), -10.0, 10.0)
 
 
-class MultiAgentLoop:
+class MultiAgentLoop(PlainLoop):
     """The plain multi-agent loop: one MultiAgentCartPole of `num_agents` agents stepped with
     an action dict for the agents that act (RLlib's env: an agent whose pole fell acts no
-    more, the episode ends when all have), the same forward pass over their stacked
-    observations, counting agent steps. `run` as `PlainLoop.run`."""
+    more, the episode ends when all have), the same forward pass and draw (`act`) over their
+    stacked observations, counting agent steps."""
 
     def __init__(self, num_agents: int, make_env=None, model=MODEL) -> None:
         self.env = MultiAgentCartPole({"num_agents": num_agents})
@@ -191,11 +189,7 @@ class MultiAgentLoop:
         agent_steps, obs = 0, self.obs
         while agent_steps < total_steps:
             agents = list(obs)
-            x = np.stack([obs[agent] for agent in agents]).astype(np.float32)
-            logits = self.module.dist_inputs(x)
-            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-            cdf = np.cumsum(probs, axis=1)
-            actions = (cdf[:, -1:] * self.rng.random((len(agents), 1)) < cdf).argmax(axis=1)
+            actions = self.act(np.stack([obs[agent] for agent in agents]))
             action_dict = dict(zip(agents, actions.tolist(), strict=True))
             obs, _, terminated, truncated, _ = self.env.step(action_dict)
             agent_steps += len(agents)
@@ -205,9 +199,6 @@ class MultiAgentLoop:
                 obs = {a: o for a, o in obs.items() if not (terminated[a] or truncated[a])}
         self.obs = obs
         return agent_steps
-
-    def close(self) -> None:
-        self.env.close()
 
 
 def baseline_steps_per_s(
