@@ -1,8 +1,12 @@
+import fcntl
 import importlib.machinery
 import math
+import os
+import subprocess
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,14 +95,16 @@ class LevelEnv(TaskSettableEnv):
         return np.full(2, self._t / 10, np.float32), reward, False, self._t >= 10, {}
 
 
-def train_until(algo: Any, target: float, seconds: float) -> tuple[list[float], dict]:
-    """Trains `algo` until its `env_runners/episode_return_mean` reaches `target` or
-    `seconds` pass: (the returns of every iteration, NaN where no episode ended; the last
-    result)."""
+def train_until(
+    algo: Any, target: float, seconds: float, *, iterations: int | None = None
+) -> tuple[list[float], dict]:
+    """Trains `algo` until its `env_runners/episode_return_mean` reaches `target`, `seconds`
+    pass or `iterations` ran: (the returns of every iteration, NaN where no episode ended; the
+    last result)."""
     returns: list[float] = []
     result: dict = {}
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and (iterations is None or len(returns) < iterations):
         result = algo.train()
         returns.append(result["env_runners"].get("episode_return_mean", math.nan))
         if returns[-1] >= target:
@@ -297,3 +303,35 @@ def assert_same_objects(a: Any, b: Any, where: str = "value") -> None:
                 assert_same_objects(getattr(a, name), getattr(b, name), f"{where}.{name}")
     else:
         assert a == b, f"{where}: {a!r} vs {b!r}"
+
+
+def run_rllib_script(script: str, *args: str, timeout: float) -> None:
+    """Runs `script`, a program of real RLlib 2.60's (the test extra installs it), in a fresh
+    interpreter without this project's LOCALRL_ settings; asserts that it ended by printing
+    "saved"."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-3000:]
+
+
+def written_once(tmp_path_factory: Any, name: str, write: Callable[[Path], None]) -> Path:
+    """The folder `name`, filled by `write(folder)` once per test run: the pytest-xdist
+    workers of one run share it (the first to take its lock writes it, the others wait for
+    it and read it). For what costs seconds to make, such as outputs of real RLlib."""
+    run_folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker's folder: the run's is its parent
+        run_folder = run_folder.parent
+    folder = run_folder / name
+    with open(run_folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+        if not (folder / ".written").is_file():
+            folder.mkdir(exist_ok=True)
+            write(folder)
+            (folder / ".written").touch()
+    return folder

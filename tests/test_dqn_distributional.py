@@ -9,9 +9,6 @@ module and loss (a subprocess with Ray 2.60)."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import run_rllib_script, written_once
 
 from trainer import Algorithm, DQNConfig
 from trainer.algorithms.algorithm_config import ConfigError
@@ -594,17 +592,11 @@ print("saved")
 def rllib_outputs(tmp_path_factory) -> Path:
     pytest.importorskip("ray.rllib", reason="needs Ray 2.60 with RLlib's imports (the test extra)")
     pytest.importorskip("torch")
-    out = tmp_path_factory.mktemp("rllib_distributional")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
-    done = subprocess.run(
-        [sys.executable, "-c", RLLIB_SCRIPT, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
+    return written_once(
+        tmp_path_factory,
+        "rllib_distributional",
+        lambda out: run_rllib_script(RLLIB_SCRIPT, str(out), timeout=240),
     )
-    assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-3000:]
-    return out
 
 
 @pytest.mark.ray

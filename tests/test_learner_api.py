@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import pickle
-import subprocess
-import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import run_rllib_script, written_once
 
 from trainer import AlgorithmConfig, PPOConfig
 from trainer.algorithms.appo import APPOConfig
@@ -439,19 +439,15 @@ print("saved")
 @pytest.fixture(scope="module")
 def rllib_update(tmp_path_factory):
     pytest.importorskip("ray.rllib", reason="needs Ray 2.60 with RLlib's imports (the test extra)")
-    folder = tmp_path_factory.mktemp("rllib_learner")
     batches = _bc_batch({DEFAULT_MODULE_ID: 40, "m2": 10}, seed=3)
-    with open(folder / "batches.pkl", "wb") as file:
-        pickle.dump(batches, file)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
-    done = subprocess.run(
-        [sys.executable, "-c", RLLIB_SCRIPT, str(folder / "batches.pkl"), str(folder / "out.pkl")],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env=env,
-    )
-    assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-3000:]
+
+    def write(folder: Path) -> None:
+        with open(folder / "batches.pkl", "wb") as file:
+            pickle.dump(batches, file)
+        inputs, outputs = str(folder / "batches.pkl"), str(folder / "out.pkl")
+        run_rllib_script(RLLIB_SCRIPT, inputs, outputs, timeout=240)
+
+    folder = written_once(tmp_path_factory, "rllib_learner", write)
     with open(folder / "out.pkl", "rb") as file:
         return batches, pickle.load(file)  # noqa: S301 - the test's own file
 

@@ -6,9 +6,7 @@ statistics restored, and training continued here."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import subprocess
 import sys
 import warnings
@@ -16,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_rllib_script, written_once
 
 pytest.importorskip("ray.rllib", reason="needs Ray 2.60 with RLlib's imports (the test extra)")
 torch = pytest.importorskip("torch")
@@ -128,27 +127,12 @@ print("saved")
 
 @pytest.fixture(scope="module")
 def rllib_checkpoints(tmp_path_factory) -> Path:
-    """The folder RLLIB_SCRIPT wrote, once per test session: the pytest-xdist workers of one
-    run share it (the first to get the lock writes it, about 20 s of RLlib; the others wait
-    for it and read it)."""
-    # The parent of this worker's base folder is the run's, shared by its workers.
-    shared = tmp_path_factory.getbasetemp().parent
-    out = shared / "rllib_checkpoints"
-    with open(shared / "rllib_checkpoints.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
-        if not (out / "done").is_file():
-            out.mkdir(exist_ok=True)
-            env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
-            done = subprocess.run(
-                [sys.executable, "-c", RLLIB_SCRIPT, str(out)],
-                capture_output=True,
-                text=True,
-                timeout=400,
-                env=env,
-            )
-            assert done.returncode == 0 and "saved" in done.stdout, done.stderr[-3000:]
-            (out / "done").touch()
-    return out
+    """The folder RLLIB_SCRIPT wrote (about 20 s of RLlib), once per test run."""
+    return written_once(
+        tmp_path_factory,
+        "rllib_checkpoints",
+        lambda out: run_rllib_script(RLLIB_SCRIPT, str(out), timeout=400),
+    )
 
 
 def outputs(module, obs: np.ndarray) -> np.ndarray:
