@@ -22,10 +22,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
+
+from helpers import train_until  # noqa: E402
 
 
 @dataclass
@@ -49,17 +52,32 @@ class Target:
     skip: Callable[[], str | None] = lambda: None
 
 
-def _returns_until(algo, target: float, *, seconds: float, iterations: int = 10**9):
-    """Trains until `env_runners/episode_return_mean` reaches `target`, `seconds` pass or
-    `iterations` ran: (best return, last result)."""
-    best, result = -math.inf, {}
-    deadline = time.monotonic() + seconds
-    for _ in range(iterations):
-        result = algo.train()
-        best = max(best, result["env_runners"].get("episode_return_mean", -math.inf))
-        if best >= target or time.monotonic() > deadline:
-            break
-    return best, result
+def _trained_to(
+    config: Any,
+    target: float,
+    *,
+    seconds: float = math.inf,
+    iterations: int | None = None,
+    digits: int = 1,
+    label: str | None = None,
+) -> Outcome:
+    """Builds `config` and trains it until its mean return reaches `target` (within `seconds`
+    and `iterations`: `train_until`); passes when it did. `label`: the target as shown."""
+    algo = config.build()
+    try:
+        returns, result = train_until(algo, target, seconds, iterations=iterations)
+    finally:
+        algo.stop()
+    best = _best(returns)
+    shown = label or f"{target:g}"
+    return Outcome(
+        best >= target, _steps(result), f"best mean return {best:.{digits}f} (target {shown})"
+    )
+
+
+def _best(returns: list[float]) -> float:
+    """The best of `train_until`'s returns (NaN: an iteration in which no episode ended)."""
+    return max((value for value in returns if not math.isnan(value)), default=-math.inf)
 
 
 def _steps(result: dict) -> int:
@@ -128,12 +146,7 @@ def _impala_run(config_name: str, framework: str) -> Callable[[], Outcome]:
             config = _cartpole(IMPALAConfig)
         else:
             config = _cartpole(APPOConfig, **_APPO_TRAINING)
-        algo = config.framework(framework).build()
-        try:
-            best, result = _returns_until(algo, 150, seconds=60)
-        finally:
-            algo.stop()
-        return Outcome(best >= 150, _steps(result), f"best mean return {best:.1f} (target 150)")
+        return _trained_to(config.framework(framework), 150, seconds=60)
 
     return run
 
@@ -143,12 +156,7 @@ def _recurrent_appo() -> Outcome:
     within 90 s."""
     from test_impala import recurrent_appo_cartpole
 
-    algo = recurrent_appo_cartpole(seed=0).build()
-    try:
-        best, result = _returns_until(algo, 60, seconds=90)
-    finally:
-        algo.stop()
-    return Outcome(best >= 60, _steps(result), f"best mean return {best:.1f} (target 60)")
+    return _trained_to(recurrent_appo_cartpole(seed=0), 60, seconds=90)
 
 
 # -- torch: LSTM, CNN, multi-agent LSTM --------------------------------------------------------
@@ -157,12 +165,7 @@ def _lstm_stateless_cartpole() -> Outcome:
     mean return of 100 within 30 iterations (about 20 on seed 0)."""
     from test_torch_lstm import stateless_cartpole_lstm_ppo
 
-    algo = stateless_cartpole_lstm_ppo(seed=0).build()
-    try:
-        best, result = _returns_until(algo, 100, seconds=math.inf, iterations=30)
-    finally:
-        algo.stop()
-    return Outcome(best >= 100, _steps(result), f"best mean return {best:.1f} (target 100)")
+    return _trained_to(stateless_cartpole_lstm_ppo(seed=0), 100, iterations=30)
 
 
 def _cnn_dot_to_target() -> Outcome:
@@ -170,12 +173,7 @@ def _cnn_dot_to_target() -> Outcome:
     process, from random play's ~0.15 to a mean return of 1.0 within 30 iterations."""
     from test_torch_cnn import learning_config
 
-    algo = learning_config(seed=0).build()
-    try:
-        best, result = _returns_until(algo, 1.0, seconds=math.inf, iterations=30)
-    finally:
-        algo.stop()
-    return Outcome(best >= 1.0, _steps(result), f"best mean return {best:.2f} (target 1.0)")
+    return _trained_to(learning_config(seed=0), 1.0, iterations=30, digits=2, label="1.0")
 
 
 def _multi_agent_lstm() -> Outcome:
@@ -183,14 +181,12 @@ def _multi_agent_lstm() -> Outcome:
     return above 200 (random play: about 45) within 6 iterations of 2000 steps."""
     from test_multi_agent_recurrent import recurrent_multi_agent_cartpole
 
-    algo = recurrent_multi_agent_cartpole(seed=0, train_batch_size=2000).build()
-    try:
-        best, result = _returns_until(
-            algo, math.nextafter(200.0, math.inf), seconds=math.inf, iterations=6
-        )
-    finally:
-        algo.stop()
-    return Outcome(best > 200, _steps(result), f"best mean return {best:.1f} (target > 200)")
+    return _trained_to(
+        recurrent_multi_agent_cartpole(seed=0, train_batch_size=2000),
+        math.nextafter(200.0, math.inf),
+        iterations=6,
+        label="> 200",
+    )
 
 
 # -- learner pieces, fault tolerance, multi-agent DQN ------------------------------------------
@@ -227,7 +223,8 @@ def _flaky_env() -> Outcome:
     from test_fault_tolerance_misfires import flaky_env_ppo
 
     with flaky_env_ppo(seed=2).build() as algo:
-        best, result = _returns_until(algo, 60, seconds=math.inf, iterations=60)
+        returns, result = train_until(algo, 60, math.inf, iterations=60)
+        best = _best(returns)
         restarts = algo.env_runner_group.num_remote_worker_restarts()
         iterations = algo.iteration
     passed = best >= 60 and restarts >= 0.7 * iterations
