@@ -1,12 +1,15 @@
-"""Seeded PPO and DQN runs train exactly the weights recorded in tests/data/bit_identical/.
+"""Seeded runs of every algorithm train exactly the weights recorded in
+tests/data/bit_identical/.
 
 A refactoring of the algorithms, learners, config or sampling must not change what a seeded run
-computes: each case of tests/bit_identical_cases.py (numpy and torch learners, single- and
-multi-agent, sampling here and in an EnvRunner process, a MeanStdFilter) trains two iterations,
-and every module weight, the learner's state (optimizer moments, RNG, counters) and the filter's
-statistics must equal the recorded arrays bit for bit. On a machine or library versions other
-than the recording's (the fingerprint stored with each file), float results may differ in the
-last bits, and floats are compared with a tight tolerance instead; integers always exactly.
+computes: each case of tests/bit_identical_cases.py (every registered algorithm: PPO, DQN, SAC,
+IMPALA, APPO, VPG, and BC, MARWIL, CQL, IQL learning from recorded steps; numpy and torch
+learners, single- and multi-agent, sampling here and in an EnvRunner process, a MeanStdFilter)
+trains two iterations, and every module weight, the learner's state (optimizer moments, RNG,
+counters) and the filter's statistics must equal the recorded arrays bit for bit. On a machine
+or library versions other than the recording's (the fingerprint stored with each file), float
+results may differ in the last bits, and floats are compared with a tight tolerance instead;
+integers always exactly.
 
 A deliberate change of training re-records: `python tests/bit_identical_cases.py --record`.
 """
