@@ -468,8 +468,8 @@ class SingleAgentEpisode(OldEpisodeAPI):
         action_logp: float,
         action_dist_inputs: Any,
     ) -> None:
-        """`add_env_step` for the EnvRunner's sampling loop: the same record, with the two model
-        outputs PPO and DQN keep given directly (no dict per step) and `infos` stored as given
+        """`add_env_step` for the EnvRunner's sampling loop: the same record, with the action
+        draw's two model outputs given directly (no dict per step) and `infos` stored as given
         (the runner passes a fresh dict per step). Whenever this episode is not a plain
         recording one (finalized columns, whose steps are checked against the spaces; its
         first step; other model outputs), the general `add_env_step` records it."""
@@ -512,7 +512,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
 
     def records_plainly(self) -> bool:
         """Whether `record_sampled_step` records this episode's next step on its fast path
-        (plain lists, PPO's and DQN's two model outputs) or would once the first step made
+        (plain lists, the action draw's two model outputs) or would once the first step made
         them (no model outputs yet): what `extend_sampled_steps` appends to."""
         outputs = self.extra_model_outputs
         if self.observations.finalized or self.infos.finalized or self.actions.finalized:

@@ -69,7 +69,8 @@ def default_agent_to_module_mapping_fn(agent_id: AgentID, episode: MultiAgentEpi
     return DEFAULT_MODULE_ID
 
 
-#: The model outputs of PPO's and DQN's sampling (`SingleAgentEpisode.record_sampled_step`).
+#: The model outputs of the EnvRunners' action draw, whatever the algorithm: its log-probs
+#: and distribution inputs (`SingleAgentEpisode.record_sampled_step`).
 _SAMPLED_OUTPUTS = {ACTION_LOGP, ACTION_DIST_INPUTS}
 
 
@@ -222,19 +223,10 @@ class MultiAgentEpisode:
             agent_to_module_mapping_fn or default_agent_to_module_mapping_fn
         )
         self._agent_to_module_mapping: dict[AgentID, ModuleID | None] = dict(agent_module_ids or {})
-        if len_lookback_buffer == "auto":
-            len_lookback_buffer = len(rewards or [])
-        if not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
-            raise ValueError(
-                f"MultiAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): must be "
-                "'auto' or an int >= 0"
-            )
-        self._len_lookback_buffers = len_lookback_buffer
+        self._len_lookback_buffers = _lookback_length(len_lookback_buffer, rewards)
         #: Spaces per agent: a dict by agent id or a `gym.spaces.Dict` ({} when not given).
         self.observation_space = observation_space or {}
         self.action_space = action_space or {}
-        terminateds = terminateds or {}
-        truncateds = truncateds or {}
         self.env_t_started: int = env_t_started or 0
         #: The env step this chunk has reached (`len(self) == env_t - env_t_started`).
         self.env_t: int = len(rewards or []) - self._len_lookback_buffers + self.env_t_started
@@ -246,14 +238,8 @@ class MultiAgentEpisode:
         self._hanging_extra_model_outputs_end: defaultdict[AgentID, Any] = defaultdict(dict)
         self._hanging_rewards_end: defaultdict[AgentID, float] = defaultdict(float)
         self._hanging_rewards_begin: defaultdict[AgentID, float] = defaultdict(float)
-        self.is_terminated: bool = (
-            terminateds
-            if isinstance(terminateds, bool)
-            else bool(terminateds.get(ALL_AGENTS, False))
-        )
-        self.is_truncated: bool = (
-            truncateds if isinstance(truncateds, bool) else bool(truncateds.get(ALL_AGENTS, False))
-        )
+        self.is_terminated: bool = _episode_flag(terminateds)
+        self.is_truncated: bool = _episode_flag(truncateds)
         self.agent_episodes: dict[AgentID, SingleAgentEpisode] = {}
         if observations is not None:
             _EpisodeFromData(self).build(
@@ -262,8 +248,8 @@ class MultiAgentEpisode:
                 actions=actions,
                 rewards=rewards,
                 extra_model_outputs=extra_model_outputs,
-                terminateds={} if isinstance(terminateds, bool) else dict(terminateds),
-                truncateds={} if isinstance(truncateds, bool) else dict(truncateds),
+                terminateds=_agent_flags(terminateds),
+                truncateds=_agent_flags(truncateds),
                 agent_episode_ids=agent_episode_ids,
                 agent_module_ids=agent_module_ids or {},
             )
@@ -368,7 +354,7 @@ class MultiAgentEpisode:
         """Whether the steps after this chunk's start, with `agents` acting, can be recorded
         by column and appended at once (`extend_columns`): the chunk has no steps, nothing
         hangs, the running single-agent episodes are exactly `agents`' and each records into
-        plain lists with PPO's and DQN's two model outputs (or none yet)."""
+        plain lists with the action draw's two model outputs (or none yet)."""
         if (
             self.is_done
             or self.env_t != self.env_t_started
@@ -522,8 +508,8 @@ class MultiAgentEpisode:
         action_logps: MultiAgentDict,
         action_dist_inputs: MultiAgentDict,
     ) -> None:
-        """`add_env_step` for the EnvRunner's sampling loop: the same record, with PPO's and
-        DQN's two model outputs given per agent (`action_logps`, `action_dist_inputs`: the
+        """`add_env_step` for the EnvRunner's sampling loop: the same record, with the action
+        draw's two model outputs given per agent (`action_logps`, `action_dist_inputs`: the
         same agents as `actions`) instead of a dict per agent and step."""
         if not self.is_done and self._is_plain_step(
             observations, actions, rewards, terminateds, truncateds
@@ -592,7 +578,12 @@ class MultiAgentEpisode:
     ) -> None:
         """Records a step `_is_plain_step` accepted: each agent's model outputs are its
         `action_logps` and `action_dist_inputs` entries or, without those, its
-        `extra_model_outputs` dict."""
+        `extra_model_outputs` dict.
+
+        Per step: the episode's flags (`_all_done` where an agent is done); a skip in the time
+        mapping of each agent without an observation; per agent of the step, one
+        `record_sampled_step` of its single-agent episode (the sampling's two model outputs,
+        one append per column) or, for other outputs, `_record_other_outputs`."""
         self.env_t += 1
         agent_episodes = self.agent_episodes
         # As the general path: "__all__" ends the episode, and so does every agent being done
@@ -601,13 +592,7 @@ class MultiAgentEpisode:
         all_truncated = bool(truncateds.get(ALL_AGENTS, False))
         ending = any(terminateds.values()) or any(truncateds.values())
         if ending and not all_terminated:
-            all_terminated = all(
-                episode.is_terminated
-                or episode.is_truncated
-                or terminateds.get(agent_id, False)
-                or truncateds.get(agent_id, False)
-                for agent_id, episode in agent_episodes.items()
-            )
+            all_terminated = self._all_done(terminateds, truncateds)
         self.is_terminated = all_terminated
         self.is_truncated = all_truncated
         mappings = self.env_t_to_agent_t
@@ -628,21 +613,11 @@ class MultiAgentEpisode:
             else:
                 outputs = None if extra_model_outputs is None else extra_model_outputs.get(agent_id)
                 if outputs is None or outputs.keys() != _SAMPLED_OUTPUTS:
-                    episode.add_env_step(
-                        observation=observation,
-                        action=actions[agent_id],
-                        reward=rewards[agent_id] or 0.0,
-                        infos=info,
-                        terminated=terminated,
-                        truncated=truncated,
-                        extra_model_outputs=outputs,
-                    )
-                    mappings[agent_id].append(
-                        episode.t - episode.t_started + agent_t_started[agent_id]
-                    )
+                    step = (observation, actions[agent_id], rewards[agent_id], info)
+                    self._record_other_outputs(agent_id, step, terminated, truncated, outputs)
                     continue
                 logp, dist_inputs = outputs[ACTION_LOGP], outputs[ACTION_DIST_INPUTS]
-            # The two model outputs of PPO's and DQN's sampling: the single-agent episode's
+            # The action draw's two model outputs: the single-agent episode's
             # own fast path (one append per column, the same record).
             episode.record_sampled_step(
                 observation,
@@ -660,6 +635,43 @@ class MultiAgentEpisode:
         if self._start_time is None:
             self._start_time = self._last_step_time
 
+    def _all_done(self, terminateds: MultiAgentDict, truncateds: MultiAgentDict) -> bool:
+        """Whether every agent of the episode is done after a plain step with these flags
+        (ended before it, or in it)."""
+        return all(
+            episode.is_terminated
+            or episode.is_truncated
+            or terminateds.get(agent_id, False)
+            or truncateds.get(agent_id, False)
+            for agent_id, episode in self.agent_episodes.items()
+        )
+
+    def _record_other_outputs(
+        self,
+        agent_id: AgentID,
+        step: tuple[Any, Any, Any, Any],
+        terminated: bool,
+        truncated: bool,
+        outputs: dict | None,
+    ) -> None:
+        """`_record_plain_step`'s part for agent `agent_id` whose model outputs are not the
+        sampling's two (none, or other keys): its (observation, action, reward, info) `step`
+        through its single-agent episode's `add_env_step`, with `outputs` as they are."""
+        observation, action, reward, info = step
+        episode = self.agent_episodes[agent_id]
+        episode.add_env_step(
+            observation=observation,
+            action=action,
+            reward=reward or 0.0,
+            infos=info,
+            terminated=terminated,
+            truncated=truncated,
+            extra_model_outputs=outputs,
+        )
+        self.env_t_to_agent_t[agent_id].append(
+            episode.t - episode.t_started + self.agent_t_started[agent_id]
+        )
+
     def _record_agent_step(
         self,
         agent_id: AgentID,
@@ -673,7 +685,21 @@ class MultiAgentEpisode:
         extra_model_outputs: Any,
     ) -> None:
         """One agent's part of an env step: a completed step of its single-agent episode, its
-        first observation (a late join), or values that hang until its next observation."""
+        first observation (a late join), or values that hang until its next observation.
+
+        By what the env step brought the agent:
+
+            observation, action     a completed step (the agent must have a reward)
+            observation only        `_observed_without_action`: the step of its hanging
+                                    action completes, or the agent joins
+            action only             `_acted_without_observation`: the action hangs until
+                                    the agent's next observation
+            neither                 `_carried_reward`: a reward (or done flag) carried to
+                                    the agent's next step
+
+        Each gives the completed step (observation, action, reward, info, model outputs),
+        or None where nothing more is recorded; the step goes into the agent's single-agent
+        episode, and a done agent's hanging values are dropped."""
         episode = self.agent_episodes.get(agent_id)
         if episode is None:  # (not `or`: an episode of length 0 is falsy)
             episode = self._new_agent_episode(agent_id)
@@ -681,69 +707,30 @@ class MultiAgentEpisode:
         action = actions.get(agent_id)
         reward = rewards.get(agent_id)
         info = infos.get(agent_id)
-        if episode.is_done and any(
-            value is not None for value in (observation, action, reward, info, extra_model_outputs)
-        ):
-            raise MultiAgentEnvError(
-                f"Agent {agent_id} already had its `SingleAgentEpisode.is_done` set to True, "
-                f"but still received data in a following step! obs={observation} "
-                f"act={action} rew={reward} info={info} "
-                f"extra_model_outputs={extra_model_outputs}."
-            )
+        received = (observation, action, reward, info, extra_model_outputs)
+        if episode.is_done and any(value is not None for value in received):
+            raise _data_after_done(agent_id, *received)
         reward = reward or 0.0
+        done = terminated or truncated
+        step: tuple[Any, Any, float, Any, Any] | None
         if observation is not None and action is not None:
-            # Acted and got its next observation: a plain step.
             if agent_id not in rewards:
                 raise MultiAgentEnvError(
                     f"Agent {agent_id} acted (and received next obs), but did NOT receive any "
                     "reward from the env!"
                 )
+            step = (observation, action, reward, info, extra_model_outputs)
         elif observation is not None:
-            # An observation without an action this step: the step that began with the
-            # hanging action ends here, or the agent's first observation.
-            action = self._hanging_actions_end.pop(agent_id, None)
-            if action is not None:
-                extra_model_outputs = self._hanging_extra_model_outputs_end.pop(agent_id, None)
-                reward = self._hanging_rewards_end.pop(agent_id, 0.0) + reward
-            elif terminated or truncated:
-                self._drop_hanging(agent_id)
-                return
-            else:
-                self._join(agent_id, episode, observation, info, reward)
-                return
+            step = self._observed_without_action(agent_id, episode, observation, info, reward, done)
         elif action is not None:
-            # Acted, no observation: the action hangs until the next one (a terminated agent
-            # ends on its last observation instead).
-            if truncated:
-                raise MultiAgentEnvError(self._no_final_observation(agent_id))
-            if terminated:
-                observation = episode.get_observations(-1)
-                info = episode.get_infos(-1)
-            else:
-                assert agent_id not in self._hanging_actions_end, (
-                    f"agent {agent_id} acted twice without an observation in between"
-                )
-                self._hanging_actions_end[agent_id] = action
-                self._hanging_rewards_end[agent_id] = reward
-                self._hanging_extra_model_outputs_end[agent_id] = extra_model_outputs
+            step = self._acted_without_observation(
+                agent_id, episode, action, reward, terminated, truncated, extra_model_outputs
+            )
         else:
-            # Neither observation nor action: a reward (or done flag) to carry.
-            action = self._hanging_actions_end.get(agent_id)
-            if terminated or truncated:
-                if action is None:
-                    self._drop_hanging(agent_id)
-                    return
-                if truncated:
-                    raise MultiAgentEnvError(self._no_final_observation(agent_id))
-                observation = episode.get_observations(-1)
-                info = episode.get_infos(-1)
-                extra_model_outputs = self._hanging_extra_model_outputs_end.pop(agent_id, None)
-                reward = self._hanging_rewards_end.pop(agent_id, 0.0) + reward
-            elif agent_id not in self.agent_episodes:
-                self._hanging_rewards_begin[agent_id] += reward
-            else:
-                self._hanging_rewards_end[agent_id] += reward
-
+            step = self._carried_reward(agent_id, episode, reward, terminated, truncated)
+        if step is None:
+            return
+        observation, action, reward, info, extra_model_outputs = step
         if observation is not None:
             episode.add_env_step(
                 observation=observation,
@@ -755,8 +742,87 @@ class MultiAgentEpisode:
                 extra_model_outputs=extra_model_outputs,
             )
             self.env_t_to_agent_t[agent_id].append(len(episode) + self.agent_t_started[agent_id])
-        if terminated or truncated:
+        if done:
             self._drop_hanging(agent_id)
+
+    def _observed_without_action(
+        self,
+        agent_id: AgentID,
+        episode: SingleAgentEpisode,
+        observation: Any,
+        info: Any,
+        reward: float,
+        done: bool,
+    ) -> tuple[Any, Any, float, Any, Any] | None:
+        """`_record_agent_step` for an agent with an observation and no action in this env
+        step: the step that began with its hanging action ends here (that step returned), or,
+        without one, the agent's first observation (it joins; None), or, done, its end (its
+        hanging values dropped; None)."""
+        action = self._hanging_actions_end.pop(agent_id, None)
+        if action is not None:
+            extra_model_outputs = self._hanging_extra_model_outputs_end.pop(agent_id, None)
+            reward = self._hanging_rewards_end.pop(agent_id, 0.0) + reward
+            return observation, action, reward, info, extra_model_outputs
+        if done:
+            self._drop_hanging(agent_id)
+        else:
+            self._join(agent_id, episode, observation, info, reward)
+        return None
+
+    def _acted_without_observation(
+        self,
+        agent_id: AgentID,
+        episode: SingleAgentEpisode,
+        action: Any,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        extra_model_outputs: Any,
+    ) -> tuple[Any, Any, float, Any, Any] | None:
+        """`_record_agent_step` for an agent that acted and got no observation: its action
+        hangs until the next one (None); a terminated agent ends on its last observation
+        instead (that step returned), a truncated one has no final observation (an error)."""
+        if truncated:
+            raise MultiAgentEnvError(self._no_final_observation(agent_id))
+        if terminated:
+            observation, info = episode.get_observations(-1), episode.get_infos(-1)
+            return observation, action, reward, info, extra_model_outputs
+        assert agent_id not in self._hanging_actions_end, (
+            f"agent {agent_id} acted twice without an observation in between"
+        )
+        self._hanging_actions_end[agent_id] = action
+        self._hanging_rewards_end[agent_id] = reward
+        self._hanging_extra_model_outputs_end[agent_id] = extra_model_outputs
+        return None
+
+    def _carried_reward(
+        self,
+        agent_id: AgentID,
+        episode: SingleAgentEpisode,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+    ) -> tuple[Any, Any, float, Any, Any] | None:
+        """`_record_agent_step` for an agent with neither observation nor action: its reward
+        waits for its next step (None). Done, its hanging action's step ends on its last
+        observation (that step returned; truncated: an error, there is no final observation),
+        or, without a hanging action, its hanging values are dropped (None)."""
+        if not (terminated or truncated):
+            if agent_id not in self.agent_episodes:
+                self._hanging_rewards_begin[agent_id] += reward
+            else:
+                self._hanging_rewards_end[agent_id] += reward
+            return None
+        action = self._hanging_actions_end.get(agent_id)
+        if action is None:
+            self._drop_hanging(agent_id)
+            return None
+        if truncated:
+            raise MultiAgentEnvError(self._no_final_observation(agent_id))
+        observation, info = episode.get_observations(-1), episode.get_infos(-1)
+        extra_model_outputs = self._hanging_extra_model_outputs_end.pop(agent_id, None)
+        reward = self._hanging_rewards_end.pop(agent_id, 0.0) + reward
+        return observation, action, reward, info, extra_model_outputs
 
     def _join(
         self,
@@ -1925,6 +1991,45 @@ class _ColumnReader:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+def _data_after_done(
+    agent_id: AgentID, observation: Any, action: Any, reward: Any, info: Any, outputs: Any
+) -> MultiAgentEnvError:
+    """The error of an env step that gave a done agent data (RLlib's message)."""
+    return MultiAgentEnvError(
+        f"Agent {agent_id} already had its `SingleAgentEpisode.is_done` set to True, "
+        f"but still received data in a following step! obs={observation} "
+        f"act={action} rew={reward} info={info} "
+        f"extra_model_outputs={outputs}."
+    )
+
+
+def _lookback_length(len_lookback_buffer: int | str, rewards: list | None) -> int:
+    """`MultiAgentEpisode(len_lookback_buffer=...)` as a number of env steps: "auto" is every
+    step given (`rewards`); anything but "auto" or an int >= 0 is refused."""
+    if len_lookback_buffer == "auto":
+        len_lookback_buffer = len(rewards or [])
+    if not isinstance(len_lookback_buffer, int) or len_lookback_buffer < 0:
+        raise ValueError(
+            f"MultiAgentEpisode(len_lookback_buffer={len_lookback_buffer!r}): must be "
+            "'auto' or an int >= 0"
+        )
+    return len_lookback_buffer
+
+
+def _episode_flag(flags: MultiAgentDict | bool | None) -> bool:
+    """The episode's terminated (or truncated) flag from `MultiAgentEpisode(terminateds=...)`:
+    the bool as given, else the dict's `"__all__"` (False where it has none)."""
+    if isinstance(flags, bool):
+        return flags
+    return bool((flags or {}).get(ALL_AGENTS, False))
+
+
+def _agent_flags(flags: MultiAgentDict | bool | None) -> MultiAgentDict:
+    """The per-agent flags of `MultiAgentEpisode(terminateds=...)`: a copy of the dict given,
+    none for a bool."""
+    return {} if isinstance(flags, bool) else dict(flags or {})
+
+
 def _agent_set(agent_ids: Collection[AgentID] | AgentID | None) -> set[AgentID]:
     """`agent_ids` as a set: None gives an empty set, one id (a string or any non-collection)
     a set of it."""

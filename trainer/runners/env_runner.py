@@ -177,6 +177,18 @@ def _output_observation_space(pipeline: ConnectorPipelineV2) -> gym.Space:
     return space
 
 
+def _config_spaces(config: Any) -> SpaceInfo | None:
+    """The spaces the config names (`config.observation_space` and `.action_space`, both
+    set), else None (the env gives them)."""
+    if config.observation_space is None or config.action_space is None:
+        return None
+    return SpaceInfo.from_spaces(
+        config.observation_space,
+        config.action_space,
+        nested_obs=bool(getattr(config, "uses_torch", False)),
+    )
+
+
 def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
     """The raw env of a sub-env whose tasks the caller knows of (checked with
     `is_task_settable`, or required by `set_tasks`, where a sub-env without them fails on the
@@ -432,29 +444,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         #: The vector env's last observations, batched (the policy's input): an array, or a
         #: dict / tuple of arrays for Dict / Tuple spaces; None before the first reset.
         self._obs: Any = None
-        self.spaces = spaces
-        if (
-            spaces is None
-            and config.observation_space is not None
-            and config.action_space is not None
-        ):
-            self.spaces = SpaceInfo.from_spaces(
-                config.observation_space,
-                config.action_space,
-                nested_obs=bool(getattr(config, "uses_torch", False)),
-            )
-        #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
-        self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
-        restart_sub_envs = bool(config.restart_failed_sub_environments)
-        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True, in
-        #: "sync" mode, where each sub-env can be re-created alone).
-        self._guarded = restart_sub_envs and self.vectorize_mode == SYNC
-        #: "async": a sub-env that raises is re-created in its child process, which says so
-        #: in its info (`SubEnvInChild`); the runner drops that sub-env's episode.
-        self._child_guarded = restart_sub_envs and self.vectorize_mode == ASYNC
-        #: The other modes re-create the whole vector env when it raises (as RLlib does); in
-        #: "async" mode this is the fallback when the vector env itself fails.
-        self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
+        self.spaces = spaces if spaces is not None else _config_spaces(config)
+        self._set_up_vectorize_mode(config)
         #: One record per sub-env (see `SubEnvRecord`), made anew with the vector env.
         self._sub_env_records: list[SubEnvRecord] = []
         self._set_env_context()
@@ -484,6 +475,22 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         #: While the columnar loop runs (its episodes hold no steps yet): the step of the
         #: episode chunk a sub-env is taking, for error messages.
         self._episode_step_of: Callable[[int], int] | None = None
+
+    def _set_up_vectorize_mode(self, config: Any) -> None:
+        """How the sub-envs are stepped (gym_env_vectorize_mode), and how a sub-env that
+        raises is re-created under it (restart_failed_sub_environments)."""
+        #: gym_env_vectorize_mode, normalized: "sync", "async" or "vector_entry_point".
+        self.vectorize_mode = vectorize_mode(getattr(config, "gym_env_vectorize_mode", SYNC))
+        restart_sub_envs = bool(config.restart_failed_sub_environments)
+        #: Sub-envs are wrapped in `SubEnvGuard`s (restart_failed_sub_environments=True, in
+        #: "sync" mode, where each sub-env can be re-created alone).
+        self._guarded = restart_sub_envs and self.vectorize_mode == SYNC
+        #: "async": a sub-env that raises is re-created in its child process, which says so
+        #: in its info (`SubEnvInChild`); the runner drops that sub-env's episode.
+        self._child_guarded = restart_sub_envs and self.vectorize_mode == ASYNC
+        #: The other modes re-create the whole vector env when it raises (as RLlib does); in
+        #: "async" mode this is the fallback when the vector env itself fails.
+        self._recreate_env_on_failure = restart_sub_envs and self.vectorize_mode != SYNC
 
     def _set_env_context(self) -> None:
         """The sub-env count and `EnvContext` from the runner's current config."""

@@ -182,6 +182,17 @@ def backend_for(config: AlgorithmConfig) -> RunnerBackend:
     return ProcessBackend(preload=TORCH_PRELOAD if config.uses_torch else ())
 
 
+def _group_env_creator(config: AlgorithmConfig) -> EnvCreator:
+    """The env creator of the config's env (`config.env`), which a group built without
+    `env_creator` needs."""
+    if config.env is None:
+        raise ValueError(
+            "EnvRunnerGroup(config=...): the config has no env; set it "
+            "with config.environment(env) or give env_creator="
+        )
+    return make_env_creator(config.env)
+
+
 def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     """Whether a weight sync overwrites every parameter of a runner's networks: true of this
     package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
@@ -223,14 +234,14 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         backend: RunnerBackend | None = None,
         weights_synced_at_start: bool = False,
     ):
+        """Builds the group in steps: its config and env creator (`_group_config`,
+        `_group_env_creator`), its bookkeeping (`_init_async`, `_init_failure_records`), then
+        its runners: the local one alone (`num_env_runners=0`), or the remote ones first
+        (`_start_remote_runners`, whose first reply gives the spaces), then the local one
+        (`_build_local_runner`), then the failures of those that did not start."""
         config = _group_config(config, num_env_runners)
         if env_creator is None and _setup:
-            if config.env is None:
-                raise ValueError(
-                    "EnvRunnerGroup(config=...): the config has no env; set it "
-                    "with config.environment(env) or give env_creator="
-                )
-            env_creator = make_env_creator(config.env)
+            env_creator = _group_env_creator(config)
         self._init_async()
         #: Remote replies dropped because a call's timeout passed (RLlib's counter).
         self._num_env_runners_dropped_lifetime = 0
@@ -250,6 +261,36 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         #: Each remote runner's sub-env tasks, as last seen (envs with tasks only; see
         #: `trainer.env.curriculum`): a restarted runner is put back on them.
         self._tasks: dict[int, list] = {}
+        self._init_failure_records()
+        #: The spaces the module sees (None only in a group built with `_setup=False`).
+        self.spaces: SpaceInfo | None = None
+        #: The env's spaces (observation, action), before the env-to-module connectors.
+        self.env_spaces: tuple | None = None
+        #: The class each EnvRunner is made of (RLlib's attribute).
+        self.env_runner_cls = env_runner_class(config)
+        #: The runner in this process (index 0); None only with `_setup=False`.
+        self.local_env_runner: EnvRunner | None
+        if not _setup:  # RLlib's testing switch: a group without runners
+            self.local_env_runner = None
+            return
+        num = config.num_env_runners
+        if num == 0:
+            self._build_local_runner(num)
+            return
+        replies, failures = self._start_remote_runners(num)
+        first = replies[min(replies)]
+        self.spaces, self.env_spaces = first["spaces"], first["env_spaces"]
+        self._tasks = {
+            i: reply["tasks"] for i, reply in replies.items() if reply["tasks"] is not None
+        }
+        self._build_local_runner(num)
+        if failures:
+            # validate_env_runners_after_construction=False: the runners that did not start
+            # are failures like any other, handled by the fault-tolerance settings.
+            self.handle_failures(failures)
+
+    def _init_failure_records(self) -> None:
+        """`__init__`'s bookkeeping of failures and restarts: none yet."""
         self._restarts: Counter[int] = Counter()
         #: The iteration (see `begin_iteration`) and the runners restarted in it: a runner is
         #: restarted at most once per iteration (`restart_policy`).
@@ -268,25 +309,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
-        #: The spaces the module sees (None only in a group built with `_setup=False`).
-        self.spaces: SpaceInfo | None = None
-        #: The env's spaces (observation, action), before the env-to-module connectors.
-        self.env_spaces: tuple | None = None
-        #: The class each EnvRunner is made of (RLlib's attribute).
-        self.env_runner_cls = runner_cls = env_runner_class(config)
-        num = config.num_env_runners
-        #: The runner in this process (index 0); None only with `_setup=False`.
-        self.local_env_runner: EnvRunner | None
-        if not _setup:  # RLlib's testing switch: a group without runners
-            self.local_env_runner = None
-            return
-        if num == 0:
-            with self._initial_weights():
-                self.local_env_runner = runner_cls(
-                    config, env_creator, worker_index=0, num_workers=0, tune_trial_id=tune_trial_id
-                )
-            self.spaces = self.local_env_runner.spaces
-            return
+
+    def _start_remote_runners(self, num: int) -> tuple[dict[int, Any], dict[int, Failure]]:
+        """Starts remote runners 1..`num` and returns their replies and failures (by index);
+        raises, with every runner stopped, where one failed and the config validates the
+        runners after construction, or where none started."""
+        config = self.config
         started = time.perf_counter()
         try:
             replies, failures = self._start(
@@ -305,26 +333,35 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             time.perf_counter() - started,
             ", ".join(str(reply["pid"]) for _, reply in sorted(replies.items())),
         )
-        self.spaces = replies[min(replies)]["spaces"]
-        self.env_spaces = replies[min(replies)]["env_spaces"]
-        self._tasks = {
-            i: reply["tasks"] for i, reply in replies.items() if reply["tasks"] is not None
-        }
+        return replies, failures
+
+    def _build_local_runner(self, num: int) -> None:
+        """The runner in this process (index 0), of a group of `num` remote runners: with
+        none, it samples (its own env, its spaces the group's); else it has an env only with
+        `create_env_on_local_worker`, and the spaces the remote runners reported."""
+        config, runner_cls = self.config, self.env_runner_cls
         with self._initial_weights():
-            self.local_env_runner = runner_cls(
-                config,
-                env_creator,
-                worker_index=0,
-                num_workers=num,
-                create_env=config.create_env_on_local_worker,
-                spaces=self.spaces,
-                env_spaces=self.env_spaces,
-                tune_trial_id=tune_trial_id,
-            )
-        if failures:
-            # validate_env_runners_after_construction=False: the runners that did not start
-            # are failures like any other, handled by the fault-tolerance settings.
-            self.handle_failures(failures)
+            if num == 0:
+                self.local_env_runner = runner_cls(
+                    config,
+                    self._env_creator,
+                    worker_index=0,
+                    num_workers=0,
+                    tune_trial_id=self._tune_trial_id,
+                )
+            else:
+                self.local_env_runner = runner_cls(
+                    config,
+                    self._env_creator,
+                    worker_index=0,
+                    num_workers=num,
+                    create_env=config.create_env_on_local_worker,
+                    spaces=self.spaces,
+                    env_spaces=self.env_spaces,
+                    tune_trial_id=self._tune_trial_id,
+                )
+        if num == 0:
+            self.spaces = self.local_env_runner.spaces
 
     def _initial_weights(self) -> contextlib.AbstractContextManager:
         """Where the local runner is built: its networks skip their random initialisation

@@ -14,7 +14,8 @@ last observations: `AgentColumns.continuing`):
                         (`{}` where it got none); until a step brings infos, only the
                         reset's (most envs return none: no work per step)
     actions, rewards    per agent: one per step
-    action_logp,        per agent: one per step (PPO's and DQN's two model outputs)
+    action_logp,        per agent: one per step (the action draw's two model outputs,
+                        whatever the algorithm)
     action_dist_inputs
     ends                per agent that is done: its terminated / truncated flags and the
                         time of its last step (the others step to the episode's end)
@@ -31,7 +32,7 @@ and the runner's own reads of it (`module_for`) see the same object, id and `cus
 The columns hold only plain steps: the sampling loop's common step, which
 `MultiAgentEpisode.add_sampled_env_step` records on its fast path. The agents that acted are
 exactly those with a next observation, each has a reward, only they (and "__all__") have done
-flags, the infos are a dict, and the model outputs are PPO's and DQN's two (log-prob and
+flags, the infos are a dict, and the model outputs are the action draw's two (log-prob and
 distribution inputs). In an episode of only such steps every agent observes at the reset and
 acts from the first step until its own end (or the episode's). A step that is not plain (an
 agent joins, one acts without a next observation, a module returns other outputs, a failed
@@ -92,7 +93,7 @@ class AgentColumns:
         (`cut()`, no steps yet), whose `agents` act next; None where its next steps are not
         the columns' to record: something hangs (an action, a reward), an acting agent has
         no running single-agent episode, or an agent's buffers are not plain recording lists
-        with PPO's and DQN's two model outputs (or none yet)."""
+        with the action draw's two model outputs (or none yet)."""
         if not agents or not episode.continues_plainly(agents):
             return None
         columns = cls.__new__(cls)
@@ -158,7 +159,7 @@ class AgentColumns:
         the rows of the runner's forward pass as they come, no dicts made per step."""
         if agents is None:
             if not (action_logps.keys() == actions.keys() == action_dist_inputs.keys()):
-                return None  # not PPO's and DQN's two outputs for each acting agent
+                return None  # not the action draw's two outputs for each acting agent
             agents = list(actions)
             actions = list(actions.values())
             action_logps = [action_logps[agent_id] for agent_id in agents]

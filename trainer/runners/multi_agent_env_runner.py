@@ -23,7 +23,7 @@ One step of the runner, over all its sub-envs:
                         continued from the last call's) its agents' buffers when it ends or the
                         call returns, unless a callback reads episodes while they run
                         (`on_episode_start`, `on_episode_step`); other steps are recorded by
-                        `add_env_step` with the model outputs PPO and DQN keep; a sub-env whose
+                        `add_env_step` with the module's model outputs; a sub-env whose
                         episode ended (`"__all__"`) is reset at once into a new episode
 
 Step counts follow RLlib: an env step is one step of one sub-env; agent steps count the
@@ -154,7 +154,7 @@ _NO_MODULE = object()
 
 class _StepActions(NamedTuple):
     """One step's actions and model outputs, by sub-env index: each sub-env's acting agents
-    and, in their order, their actions and PPO's and DQN's two model outputs (the lists a
+    and, in their order, their actions and the action draw's two model outputs (the lists a
     forward pass gives; `AgentColumns.record` takes them as they are)."""
 
     #: Each sub-env's acting agents, in the order of the lists below.
@@ -203,7 +203,7 @@ class _ModuleActions:
             module, "rl_module"
         )
         self.numpy_default = isinstance(module, FlatParameterModule) or self.torch_view
-        #: Categorical sampling through plain StochasticSampling (PPO's default): drawn on
+        #: Categorical sampling through plain StochasticSampling (the default): drawn on
         #: Python lists for small batches, past the exploration's random steps.
         self.categorical_sampling = (
             self.numpy_default
@@ -329,7 +329,7 @@ class _ModuleActions:
     def _numpy_categorical(
         self, obs_rows: list[Any], explore: bool, timestep: int
     ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
-        """`__call__` for a numpy module sampling Categorical actions (PPO's default): its
+        """`__call__` for a numpy module sampling Categorical actions (the default): its
         forward pass, then (a small batch past the random steps) the draw on Python lists."""
         module = self.module
         dist_inputs = module.dist_inputs(module.spaces.preprocess(_stack(obs_rows)))
@@ -341,6 +341,13 @@ class _ModuleActions:
             acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
             return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
         return self.draw(ModuleOutput(dist_inputs), explore, timestep)
+
+
+def _drawn_outputs(logp: Any, dist_inputs: Any, state_rows: Any = None) -> dict[str, Any]:
+    """A module's model outputs over its rows by key, as its episodes record them: the
+    action draw's log-probs and distribution inputs and a recurrent module's states out
+    (None: not given)."""
+    return {ACTION_LOGP: logp, ACTION_DIST_INPUTS: dist_inputs, STATE_OUT: state_rows}
 
 
 def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
@@ -998,9 +1005,19 @@ class MultiAgentEnvRunner(RunnerSetup):
     ) -> tuple[int, int]:
         """One step of every sub-env (of those in `draining`, when given: a sub-env whose
         episode ends leaves it); finished episodes are appended to `done`. Returns the env
-        steps and agent steps taken."""
-        env = self.env
-        assert env is not None, "sampling needs the sub-envs"
+        steps and agent steps taken.
+
+        The data flow of a step:
+
+            acting agents   per sub-env, `_agents_to_act`
+            actions         `_random_actions` or `_module_actions_of`: a `_StepActions`
+            env steps       `_step_sub_envs`: each sub-env steps with its agents' actions and
+                            its result is recorded (by its `AgentColumns`, else by its
+                            episode object); `on_episode_step` fires; an episode that ended
+                            ships (`_end_episode`; with episode pieces after their last run
+                            over it, `_ship_with_episode_pieces`) and a new one starts
+            counts          the runner's global timestep and env steps
+        """
         indices = range(self.num_envs) if draining is None else sorted(draining)
         acting = {index: self._agents_to_act(index) for index in indices}
         step = (
@@ -1008,7 +1025,24 @@ class MultiAgentEnvRunner(RunnerSetup):
             if random_actions
             else self._module_actions_of(acting, explore)
         )
-        agents, actions, env_actions, logps, dist_inputs, outputs = step
+        env_steps, agent_steps = self._step_sub_envs(indices, step, done, draining)
+        self.global_timestep += env_steps
+        self.num_env_steps_stepped += env_steps
+        return env_steps, agent_steps
+
+    def _step_sub_envs(
+        self,
+        indices: Iterable[int],
+        step: _StepActions,
+        done: list[MultiAgentEpisode],
+        draining: set[int] | None,
+    ) -> tuple[int, int]:
+        """`_step`'s env steps: each sub-env in `indices` steps with its acting agents'
+        actions in `step`, in turn, and its result goes into its episode (see `_step`).
+        Returns the env steps and agent steps taken."""
+        env = self.env
+        assert env is not None, "sampling needs the sub-envs"
+        agents, actions, env_actions, logps, dist_inputs, _ = step
         env_steps = agent_steps = 0
         fire_step = self._callbacks.has("on_episode_step")
         by_column = self._columns
@@ -1063,24 +1097,40 @@ class MultiAgentEnvRunner(RunnerSetup):
             # RLlib ends an episode when the episode says it is done: `"__all__"`, or every
             # agent it has seen is done (e.g. the last one was removed as a new one joined).
             if ended:
-                self._fill(index)
-                self._finish_episode(index)
-                if pieces is None:
-                    done.append(_shippable(episode))
-                else:
-                    ended_here.append(episode)
-                if draining is not None:
-                    draining.discard(index)
-                else:
-                    self._new_episode(index)
-                    self._start_episode(index)
+                self._end_episode(index, episode, done if pieces is None else ended_here, draining)
         if pieces is not None:
-            self._run_episode_pieces(ended_here)
-            done.extend(_shippable(episode) for episode in ended_here)
-            self._run_pieces_over_running_episodes()
-        self.global_timestep += env_steps
-        self.num_env_steps_stepped += env_steps
+            self._ship_with_episode_pieces(ended_here, done)
         return env_steps, agent_steps
+
+    def _end_episode(
+        self,
+        index: int,
+        episode: MultiAgentEpisode,
+        ended: list[MultiAgentEpisode],
+        draining: set[int] | None,
+    ) -> None:
+        """Sub-env `index`'s `episode` ended in this step: filled from its columns, finished
+        (`on_episode_end`, its metrics) and appended to `ended` (shippable, or as it is where
+        the episode pieces still run over it: `_ship_with_episode_pieces`); the sub-env then
+        leaves `draining` (when given) or starts a new episode."""
+        self._fill(index)
+        self._finish_episode(index)
+        ended.append(_shippable(episode) if self._episode_pieces is None else episode)
+        if draining is not None:
+            draining.discard(index)
+        else:
+            self._new_episode(index)
+            self._start_episode(index)
+
+    def _ship_with_episode_pieces(
+        self, ended_here: list[MultiAgentEpisode], done: list[MultiAgentEpisode]
+    ) -> None:
+        """After a step, with episode pieces: their last run over the episodes that ended in
+        it (`ended_here`), which are then appended to `done`, and their run over the
+        episodes still running."""
+        self._run_episode_pieces(ended_here)
+        done.extend(_shippable(episode) for episode in ended_here)
+        self._run_pieces_over_running_episodes()
 
     def _add_step_to_episode(
         self, index: int, episode: MultiAgentEpisode, result: tuple, step: _StepActions
@@ -1091,7 +1141,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         obs, rewards, terminateds, truncateds, infos = result
         self._fill(index)
         actions, logps, dist_inputs = step.by_agent(index)
-        if step.outputs is None:  # PPO's and DQN's two model outputs
+        if step.outputs is None:  # the action draw's two model outputs
             episode.add_sampled_env_step(
                 obs, actions, rewards, infos, terminateds, truncateds, logps, dist_inputs
             )
@@ -1208,7 +1258,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         where = [(index, agent_id) for index, agents in acting.items() for agent_id in agents]
         no_outputs: dict[int, dict] = {index: {} for index in acting}
         outputs = self._outputs_per_agent(
-            acting, no_outputs, no_outputs, [(where, logp, module_dist_inputs, None)]
+            acting, no_outputs, no_outputs, [(where, _drawn_outputs(logp, module_dist_inputs))]
         )
         return _StepActions(acting, actions, env_actions, None, None, outputs)
 
@@ -1219,14 +1269,14 @@ class MultiAgentEnvRunner(RunnerSetup):
         indices = list(acting)
         actions: dict[int, dict] = {index: {} for index in indices}
         env_actions: dict[int, dict] = {index: {} for index in indices}
-        # PPO's and DQN's model outputs (log-prob and distribution inputs per agent), or,
+        # The action draw's model outputs (log-prob and distribution inputs per agent), or,
         # once a module returns anything else, every agent's outputs as one dict.
         logps: dict[int, dict] = {index: {} for index in indices}
         dist_inputs: dict[int, dict] = {index: {} for index in indices}
         outputs: dict[int, dict] | None = None
         rows = self._rows_by_module(acting)
         last_obs = self._last_obs
-        others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]] = []
+        others: list[tuple[list[tuple[int, Any]], dict[str, Any]]] = []
         joint = self._joint_dist_inputs(rows, explore) if self._joint_forward else None
         through_pieces = (
             None
@@ -1264,7 +1314,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                     logps[index][agent_id] = logp[k]
                     dist_inputs[index][agent_id] = module_dist_inputs[k]
             else:
-                others.append((where, logp, module_dist_inputs, state_rows))
+                others.append((where, _drawn_outputs(logp, module_dist_inputs, state_rows)))
         agents = {index: list(by_agent) for index, by_agent in actions.items()}
         action_rows = {index: list(by_agent.values()) for index, by_agent in actions.items()}
         if others:
@@ -1370,11 +1420,13 @@ class MultiAgentEnvRunner(RunnerSetup):
         indices: Any,
         logps: dict[int, dict],
         dist_inputs: dict[int, dict],
-        others: list[tuple[list[tuple[int, Any]], Any, Any, list | None]],
+        others: list[tuple[list[tuple[int, Any]], dict[str, Any]]],
     ) -> dict[int, dict]:
         """Every acting agent's model outputs as one dict (`extra_model_outputs`), for a step
         in which a module (a user's RLModule, a recurrent one with its `Columns.STATE_OUT`)
-        returned other than PPO's and DQN's two."""
+        gave other than the action draw's two (`logps` and `dist_inputs`, by sub-env and
+        agent): `others` holds the rest, per module its rows (`where`) and its outputs by
+        key (`_drawn_outputs`), each passed on by key, row by row."""
         outputs: dict[int, dict] = {index: {} for index in indices}
         for index in indices:
             for agent_id, logp in logps[index].items():
@@ -1382,16 +1434,10 @@ class MultiAgentEnvRunner(RunnerSetup):
                     ACTION_LOGP: logp,
                     ACTION_DIST_INPUTS: dist_inputs[index][agent_id],
                 }
-        for where, logp, module_dist_inputs, state_rows in others:
+        for where, by_key in others:
+            given = [(key, rows) for key, rows in by_key.items() if rows is not None]
             for k, (index, agent_id) in enumerate(where):
-                extra = {}
-                if logp is not None:
-                    extra[ACTION_LOGP] = logp[k]
-                if module_dist_inputs is not None:
-                    extra[ACTION_DIST_INPUTS] = module_dist_inputs[k]
-                if state_rows is not None:
-                    extra[STATE_OUT] = state_rows[k]
-                outputs[index][agent_id] = extra
+                outputs[index][agent_id] = {key: rows[k] for key, rows in given}
         return outputs
 
     def _module_of(self, index: int, agent_id: Any) -> Any:

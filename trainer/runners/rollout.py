@@ -183,10 +183,35 @@ class ColumnRecorder:
     id, start time, return and connector data."""
 
     def __init__(self, runner: EnvRunner, num_timesteps: int, num_episodes: int | None):
+        """The recorder of one `sample()` call of `runner`, set up in steps, each reading
+        what the ones before it set:
+
+            `_set_up_columns`     the env-to-module pipeline, the module's next input, the
+                                  `StepColumns` (rows for `num_timesteps` or `num_episodes`)
+                                  and each sub-env's first row
+            `_set_up_episodes`    what reads the episodes while they run (step callbacks,
+                                  live views, objects that get each step), and per sub-env
+                                  its episode's object, or the chunk it continues
+            `_set_up_pipeline`    the episodes' data the pipeline reads, and how it runs
+            `_set_up_events`      the returns, the sub-envs resetting or idling, and which
+                                  callbacks fire
+            `_set_up_recovery`    the sub-envs' infos and restarts ("sync" / "async" mode)
+        """
         self.runner = runner
-        records = self.records = runner._sub_env_records
-        self.num_envs = num_envs = runner.num_envs
-        callbacks = runner._callbacks
+        self.records = runner._sub_env_records
+        self.num_envs = runner.num_envs
+        self._set_up_columns(num_timesteps, num_episodes)
+        self._set_up_episodes()
+        self._set_up_pipeline()
+        self._set_up_events()
+        self._set_up_recovery()
+        #: The episodes ended in this call, then the chunks; where each is in `columns`.
+        self.episodes: list[SingleAgentEpisode] = []
+        self.where: list[ColumnRows | None] = []
+
+    def _set_up_columns(self, num_timesteps: int, num_episodes: int | None) -> None:
+        """`__init__`'s first step: the pipeline, the module's next input and the columns."""
+        runner, num_envs = self.runner, self.num_envs
         #: The env-to-module pipeline: each step's row of observations is its output (what
         #: the module sees, and the episodes record), made from the vector env's raw ones.
         self.pipeline = pipeline = runner._env_to_module
@@ -207,8 +232,13 @@ class ColumnRecorder:
             num_envs, rows + rows // 8 + 8, self._column_observations(self.policy_obs)
         )
         #: Per sub-env, the row of its episode's first observation in `columns`.
-        self.first_row = [1 if record.awaiting_reset else 0 for record in records]
-        self.fires_step = callbacks.has("on_episode_step")
+        self.first_row = [1 if record.awaiting_reset else 0 for record in self.records]
+
+    def _set_up_episodes(self) -> None:
+        """`__init__`'s second step: what reads the episodes while they run, and where each
+        sub-env's episode stands."""
+        records, num_envs = self.records, self.num_envs
+        self.fires_step = self.runner._callbacks.has("on_episode_step")
         #: `on_episode_step` callbacks read each episode as a `LiveEpisode` of its rows (an
         #: object from its start that gets no per-step appends).
         self.live_views = self.fires_step and not self.steps_objects
@@ -235,6 +265,11 @@ class ColumnRecorder:
                 self.ids[i] = chunk.id_
                 started = chunk._start_time
                 self.start_times[i] = time.perf_counter() if started is None else started
+
+    def _set_up_pipeline(self) -> None:
+        """`__init__`'s third step: the episodes' data the pipeline reads, and whether it
+        runs over rows or over the episode objects."""
+        pipeline = self.pipeline
         #: With a pipeline: per sub-env, its episode's (connector_data, custom_data), which the
         #: pieces read and keep across the episode's chunks.
         self.episode_data: list[tuple[dict, dict]] = []
@@ -242,7 +277,7 @@ class ColumnRecorder:
         if pipeline is not None:
             self.episode_data = [
                 data_of(self.live[i] if self.carried[i] is None else self.carried[i])
-                for i in range(num_envs)
+                for i in range(self.num_envs)
             ]
             self.rows_by_piece = pipeline.transforms_rows and self.obs_in_columns
         #: The pipeline runs over the episode objects, as the per-step loop runs it (for
@@ -250,6 +285,12 @@ class ColumnRecorder:
         self.pipeline_on_objects = (
             pipeline is not None and self.steps_objects and not self.rows_by_piece
         )
+
+    def _set_up_events(self) -> None:
+        """`__init__`'s fourth step: the returns, the sub-envs resetting or idling, and the
+        callbacks that fire."""
+        runner, records, num_envs = self.runner, self.records, self.num_envs
+        callbacks = runner._callbacks
         #: Per sub-env, its episode's return so far in this call (the metrics' returns of
         #: episodes started in it).
         self.returns = np.zeros(num_envs)
@@ -268,8 +309,13 @@ class ColumnRecorder:
             or self.steps_objects
             or callbacks.has("on_episode_created")
         )
+
+    def _set_up_recovery(self) -> None:
+        """`__init__`'s last step: how the sub-envs' infos are read, and how sub-envs that
+        raised are re-created ("sync" mode's per-sub-env restarts, "async" mode's children)."""
+        runner = self.runner
         self.sub_env_infos_of = (
-            partial(sub_env_infos, runner.env, num_envs=num_envs)
+            partial(sub_env_infos, runner.env, num_envs=self.num_envs)
             if runner.vectorize_mode in (SYNC, ASYNC) or self.steps_objects
             else None  # "vector_entry_point": the batched dict, unbatched only when read
         )
@@ -282,9 +328,6 @@ class ColumnRecorder:
         #: "sync" mode's per-sub-env restarts: the sub-envs whose last step raised.
         self.guarded = runner._guarded
         self.failed: list[int] = []
-        #: The episodes ended in this call, then the chunks; where each is in `columns`.
-        self.episodes: list[SingleAgentEpisode] = []
-        self.where: list[ColumnRows | None] = []
 
     def _attach_live_episodes(self) -> None:
         """The episodes under way read this call's rows from now on: a chunk carried in

@@ -8,7 +8,7 @@ it continues the episodes where they were.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -87,7 +87,51 @@ def capture_sampling_state(runner: EnvRunner) -> dict:
 def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
     """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
     was not captured (or no longer fits) starts a new episode, with a warning. Outside
-    "vector_entry_point" mode every episode starts anew (see `capture_sampling_state`)."""
+    "vector_entry_point" mode every episode starts anew (see `capture_sampling_state`).
+
+    In steps:
+
+        `_restarts_all`          a state whose sub-envs cannot be put back: every episode
+                                 restarts (at the next `sample()`)
+        `_restore_sub_envs`      each sub-env's own state, in place or in its child process
+                                 ("async"); those that fail are to restart
+        `_restore_vector_state`  the observations and the autoreset flags
+        episodes                 the episodes under way, the module's next inputs
+                                 (`_restore_module_inputs`) and the earlier chunks of each
+                                 episode (`_restore_prev_chunks`)
+        `_restart_sub_envs`      the sub-envs whose state failed reset into new episodes
+    """
+    if _restarts_all(runner, state):
+        runner._needs_reset = True
+        return
+    runner._env_seed = state["env_seed"]
+    if state["action_space_rng"] is not None:
+        runner._require_env(_RESTORING).action_space._np_random = new_generator(
+            state["action_space_rng"]
+        )
+    restart = _restore_sub_envs(runner, state)
+    records = runner._sub_env_records
+    runner._needs_reset = state["needs_reset"]
+    for record in records:
+        record.prev_chunks = []
+    if runner._needs_reset:
+        return  # the next sample() starts fresh episodes anyway
+    _restore_vector_state(runner, state)
+    for i, episode_state in enumerate(state["episodes"]):
+        runner._create_episode(i, resumed_episode(episode_state))
+    _restore_module_inputs(runner, state.get("module_observations"))
+    _restore_prev_chunks(runner, state["prev_chunks"])
+    _restart_sub_envs(runner, restart)
+
+
+#: What the vector env is wanted for, in its errors (`EnvRunner._require_env`).
+_RESTORING = "restoring the sampling state"
+
+
+def _restarts_all(runner: EnvRunner, state: dict) -> bool:
+    """Whether no sub-env of `state` can be put back: "vector_entry_point" mode or a state
+    without sub-envs (the env seed is kept, where it has one), or a state of another number
+    of sub-envs; warns where the state holds sub-envs."""
     if runner.vectorize_mode == "vector_entry_point" or not state["sub_envs"]:
         if state["sub_envs"]:
             logger.warning(
@@ -99,8 +143,7 @@ def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
             )
         if state["env_seed"] is not None:
             runner._env_seed = state["env_seed"]
-        runner._needs_reset = True
-        return
+        return True
     if len(state["sub_envs"]) != runner.num_envs:
         logger.warning(
             "EnvRunner %d: the checkpoint has %d sub-envs, this runner %d; all episodes restart",
@@ -108,24 +151,24 @@ def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
             len(state["sub_envs"]),
             runner.num_envs,
         )
-        runner._needs_reset = True
-        return
-    runner._env_seed = state["env_seed"]
-    what = "restoring the sampling state"
-    if state["action_space_rng"] is not None:
-        runner._require_env(what).action_space._np_random = new_generator(state["action_space_rng"])
-    in_children = runner.vectorize_mode == "async"
+        return True
+    return False
+
+
+def _restore_sub_envs(runner: EnvRunner, state: dict) -> list[int]:
+    """Puts each sub-env's captured state back (in its child process in "async" mode);
+    returns the indices of those not captured or not restored, each warned about."""
     reasons: tuple[str | None, ...] | list[str | None]
-    # `async_env` in "async" mode, `sync_env` in the others (each used under its mode).
-    if in_children:
-        async_env = runner._async_env(what)
+    if runner.vectorize_mode == "async":
+        async_env = runner._async_env(_RESTORING)
         async_env.set_attr("trainer_env_state", list(state["sub_envs"]))
         reasons = async_env.get_attr("trainer_restore_reason")
     else:
-        sync_env = runner._sync_env(what)
         reasons = [
             None if captured is None else restore_env_state(sub_env, captured)
-            for sub_env, captured in zip(sync_env.envs, state["sub_envs"], strict=True)
+            for sub_env, captured in zip(
+                runner._sync_env(_RESTORING).envs, state["sub_envs"], strict=True
+            )
         ]
     restart = []
     for i, captured in enumerate(state["sub_envs"]):
@@ -139,12 +182,14 @@ def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
                 i,
                 reason,
             )
+    return restart
+
+
+def _restore_vector_state(runner: EnvRunner, state: dict) -> None:
+    """The vector env's last observations, the sub-envs awaiting a reset and the autoreset
+    flags (in "async" mode, the new children owe the autoresets the old ones would have
+    done)."""
     records = runner._sub_env_records
-    runner._needs_reset = state["needs_reset"]
-    for record in records:
-        record.prev_chunks = []
-    if runner._needs_reset:
-        return  # the next sample() starts fresh episodes anyway
     env_spaces = runner.env_spaces
     runner._obs = batch_from_state(
         state["observations"], None if env_spaces is None else env_spaces[0]
@@ -152,48 +197,62 @@ def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
     for record, flag in zip(records, state["awaiting_reset"], strict=False):
         record.awaiting_reset = bool(flag)
     autoreset = np.array(state["autoreset_envs"], dtype=bool)
-    if in_children:  # the new children owe the autoresets the old ones would have done
+    if runner.vectorize_mode == "async":
         for record, flag in zip(records, autoreset.tolist(), strict=False):
             record.child_autoreset = flag
-        async_env.set_attr("trainer_pending_reset", autoreset.tolist())
+        runner._async_env(_RESTORING).set_attr("trainer_pending_reset", autoreset.tolist())
     else:
-        sync_env._autoreset_envs = autoreset
-    for i, episode_state in enumerate(state["episodes"]):
-        runner._create_episode(i, resumed_episode(episode_state))
-    saved_inputs = state.get("module_observations")
-    if runner._env_to_module is not None and saved_inputs is not None:
+        runner._sync_env(_RESTORING)._autoreset_envs = autoreset
+
+
+def _restore_module_inputs(runner: EnvRunner, saved_inputs: Any) -> None:
+    """With an env-to-module pipeline: the module's next inputs, as saved, or (a state
+    without them) the pipeline's outputs the restored episodes end with."""
+    if runner._env_to_module is None:
+        return
+    if saved_inputs is not None:
         nested = None if runner.spaces is None else runner.spaces.nested_obs_space
         runner._module_obs = batch_from_state(saved_inputs, nested)
         if nested is not None:
             runner._module_obs_rows = list(unbatch(runner._module_obs, runner.num_envs))
-    elif runner._env_to_module is not None:
-        # A state without them: the pipeline's outputs the restored episodes end with.
-        restored = [
-            (i, record.episode)
-            for i, record in enumerate(records)
-            if record.episode is not None and len(record.episode.observations)
-        ]
-        if len(restored) == runner.num_envs:
-            runner._keep_module_inputs(
-                [episode for _, episode in restored], [i for i, _ in restored]
-            )
-    # The chunks are saved by episode id: each goes back to the sub-env running that episode.
+        return
+    restored = [
+        (i, record.episode)
+        for i, record in enumerate(runner._sub_env_records)
+        if record.episode is not None and len(record.episode.observations)
+    ]
+    if len(restored) == runner.num_envs:
+        runner._keep_module_inputs([episode for _, episode in restored], [i for i, _ in restored])
+
+
+def _restore_prev_chunks(runner: EnvRunner, saved_chunks: dict[str, list]) -> None:
+    """The earlier chunks of the episodes under way, saved by episode id: each goes back to
+    the sub-env running that episode."""
     chunks_by_id = {
-        id_: [resumed_episode(c) for c in chunks] for id_, chunks in state["prev_chunks"].items()
+        id_: [resumed_episode(c) for c in chunks] for id_, chunks in saved_chunks.items()
     }
-    for record in records:
+    for record in runner._sub_env_records:
         if record.episode is not None:
             record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
+
+
+def _restart_sub_envs(runner: EnvRunner, restart: list[int]) -> None:
+    """The sub-envs in `restart` (their state was not restored) reset into new episodes; the
+    restored episode and its chunks are dropped."""
+    records = runner._sub_env_records
+    in_children = runner.vectorize_mode == "async"
     if in_children and restart:
+        async_env = runner._async_env(_RESTORING)
         async_env.set_attr("trainer_reset_flag", [i in restart for i in range(runner.num_envs)])
         resets = async_env.call("trainer_reset_if_flagged")
     for i in restart:
         record = records[i]
-        runner._create_episode(i)  # the restored episode and its chunks are dropped
+        runner._create_episode(i)
         if in_children:
             observation, infos = resets[i]
             record.child_autoreset = False
         else:
+            sync_env = runner._sync_env(_RESTORING)
             observation, infos = sync_env.envs[i].reset()
             sync_env._autoreset_envs[i] = False
         set_row(runner._obs, i, observation)
