@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer.algorithms.acting import ModuleActor, actor_for
 from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.algorithms.checkpointing import (
     configured_module_states,
@@ -71,11 +72,10 @@ from trainer.checkpoints.location import fetched
 from trainer.checkpoints.rllib_layout import RLLIB_CHECKPOINT_READER, is_rllib_checkpoint
 from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
-from trainer.core.exploration import ActionDistribution, make_exploration
+from trainer.core.exploration import make_exploration
 from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.multi_rl_module import MultiRLModuleSpec
-from trainer.core.obs_tree import tree_map, tree_rows
 from trainer.core.rl_module import RLModuleSpec, validate_module_id
 from trainer.env.curriculum import apply_env_task_fn
 from trainer.env.envs import make_env_creator
@@ -1127,118 +1127,67 @@ class Algorithm(OldAlgorithmNames):
         normalize = self.config.normalize_actions if unsquash_action is None else unsquash_action
         clip = self.config.clip_actions if clip_action is None else clip_action
         explore = self.config.explore if explore is None else explore
-        exploration = self.exploration
+        actor = self._actor(policy_id, state)
+        action, state_out = actor.act(
+            observation,
+            state,
+            prev_action,
+            prev_reward,
+            explore=explore,
+            timestep=timestep,
+            normalize=normalize,
+            clip=clip,
+        )
+        return (action, state_out, {}) if actor.stateful or full_fetch else action
+
+    def _actor(self, policy_id: Any, state: Any) -> ModuleActor:
+        """The acting adapter (`trainer.algorithms.acting`) of module `policy_id` for
+        `compute_single_action`, made once per module and exploration (again when either
+        changes: a module added, removed or rebuilt)."""
+        connect = None
         if self.config.is_multi_agent:
-            module = self.get_module(policy_id)
-            if state is not None:
-                raise ValueError(
-                    f"compute_single_action(state=..., policy_id={policy_id!r}): recurrent "
-                    "modules act through compute_single_action in single-agent runs; call "
-                    "the module's forward_inference({'obs': ..., 'state_in': ...}) here"
-                )
-            learned = self.learner.module
-            if policy_id in learned and hasattr(learned[policy_id], "rl_module"):
-                module = learned[policy_id]  # a torch module's view acts as a numpy module
-            elif not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
-                batch = {"obs": np.asarray(observation)[None]}
-                out = (
-                    module.forward_exploration(batch)
-                    if explore
-                    else module.forward_inference(batch)
-                )
-                action = np.asarray(out["actions"])[0]
-                return (action, [], {}) if full_fetch else action
-            exploration = self._module_exploration(policy_id, module)
+            module, exploration = self._multi_agent_acting(policy_id, state)
         else:
             if policy_id != DEFAULT_MODULE_ID:
                 raise KeyError(
                     f"compute_single_action(policy_id={policy_id!r}): there is one "
                     f"module here, {DEFAULT_MODULE_ID!r}"
                 )
-            module = self.learner.module
-            observation = local_runner_of(self.env_runner_group).module_observation(observation)
-        given = observation
-        try:
-            if module.spaces.nested_obs_space is not None:  # a batch of one per leaf
-                observation = tree_map(lambda leaf: np.asarray(leaf)[None], observation)
-            else:
-                observation = np.asarray(observation)[None]
-            batch = module.spaces.preprocess(observation)
-        except (ValueError, TypeError, KeyError) as error:
-            # numpy's bare reshape or conversion error, said in the observation's terms.
-            spaces = module.spaces
-            expected = (
-                spaces.nested_obs_space
-                or (f"shape {spaces.obs_shape}" if spaces.obs_shape is not None else None)
-                or f"one of {spaces.obs_discrete_n} discrete values"
+            module, exploration = self.learner.module, self.exploration
+            # The env-to-module pipeline of the local EnvRunner, as the samplers see the env.
+            connect = self._module_observation
+        actors = self.__dict__.setdefault("_actors", {})
+        actor = actors.get(policy_id)
+        if actor is None or actor.module is not module or actor.exploration is not exploration:
+            actor = actors[policy_id] = actor_for(
+                module, exploration, self._rng, self._lifetime_timestep, connect
             )
-            raise ValueError(
-                f"compute_single_action(observation={given!r:.80}) (a {type(given).__name__}, "
-                f"shape {np.shape(given) if not isinstance(given, dict) else '(a dict)'}): "
-                f"the module takes observations of {expected} ({error})"
-            ) from None
-        stateful = bool(getattr(module, "stateful", False))
-        state_out: Any = []
-        if stateful:
-            dist_inputs, state_out = self._recurrent_dist_inputs(
-                module, batch, state, prev_action, prev_reward, explore
-            )
-        elif state is not None and (not isinstance(state, (list, tuple)) or len(state)):
-            raise ValueError(
-                f"compute_single_action(state={state!r}): the module is not recurrent, so it "
-                "takes no state (leave state=None)"
-            )
-        elif hasattr(module, "rl_module"):  # a torch module's view: its forward for `explore`
-            dist_inputs = module.dist_inputs(batch, explore=explore)
-        else:
-            dist_inputs = module.dist_inputs(batch)
-        acted = None if stateful else getattr(module, "module_acted", None)
-        if acted is not None:  # the module drew its action itself (RLlib's ACTIONS)
-            actions = acted[0]
-        else:
-            actions, _ = exploration.get_exploration_action(
-                action_distribution=ActionDistribution(module.dist, dist_inputs, self._rng),
-                timestep=self.num_env_steps_sampled_lifetime if timestep is None else timestep,
-                explore=explore,
-            )
-        layout = module.spaces.action_layout
-        if layout is not None:  # a composite space: the nested action (Python ints)
-            action = layout.unflatten_one(actions[0], normalize=normalize, clip=clip)
-        else:
-            action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
-            action = int(action) if module.spaces.action_discrete_n is not None else action
-        return (action, state_out, {}) if stateful or full_fetch else action
+        return actor
 
-    @staticmethod
-    def _recurrent_dist_inputs(
-        module: Any,
-        batch: np.ndarray,
-        state: Any,
-        prev_action: Any,
-        prev_reward: float | None,
-        explore: bool,
-    ) -> tuple[np.ndarray, Any]:
-        """A recurrent module's distribution inputs for one observation and its state out
-        (one row, numpy), from `state` (None: the initial state)."""
-        initial = module.initial_state()
-        state_row = initial if state is None else state
-        if _tree_shapes(state_row) != _tree_shapes(initial):
+    def _multi_agent_acting(self, policy_id: Any, state: Any) -> tuple[Any, Any]:
+        """A multi-agent algorithm's module `policy_id` to act with and its exploration (None:
+        a user's RLModule, which acts itself); a torch module acts through its numpy view."""
+        module = self.get_module(policy_id)
+        if state is not None:
             raise ValueError(
-                f"compute_single_action(state={state!r}): the state must be what the previous "
-                f"call returned, shaped like the module's initial state {_tree_shapes(initial)}"
+                f"compute_single_action(state=..., policy_id={policy_id!r}): recurrent "
+                "modules act through compute_single_action in single-agent runs; call "
+                "the module's forward_inference({'obs': ..., 'state_in': ...}) here"
             )
-        state_in = tree_map(lambda leaf: np.asarray(leaf)[None], state_row)
-        prev_actions = prev_rewards = None
-        if module.needs_prev_actions:
-            space = module.action_space
-            given = np.zeros(space.shape, space.dtype) if prev_action is None else prev_action
-            prev_actions = np.asarray(given, dtype=space.dtype)[None]
-        if module.needs_prev_rewards:
-            prev_rewards = np.asarray([prev_reward or 0.0], dtype=np.float32)
-        dist_inputs, state_out = module.dist_inputs_and_state(
-            batch, state_in, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
-        )
-        return dist_inputs, tree_rows(state_out, 0)
+        learned = self.learner.module
+        if policy_id in learned and hasattr(learned[policy_id], "rl_module"):
+            module = learned[policy_id]  # a torch module's view acts as a numpy module
+        elif not isinstance(module, FlatParameterModule):  # a user's RLModule acts itself
+            return module, None
+        return module, self._module_exploration(policy_id, module)
+
+    def _module_observation(self, observation: Any) -> Any:
+        """One observation through the local EnvRunner's env-to-module pipeline."""
+        return local_runner_of(self.env_runner_group).module_observation(observation)
+
+    def _lifetime_timestep(self) -> int:
+        """The exploration's current timestep: the env steps sampled so far."""
+        return self.num_env_steps_sampled_lifetime
 
     def _module_exploration(self, module_id: Any, module: Any) -> Any:
         """A multi-agent algorithm's exploration for `compute_single_action` with one module
@@ -1563,14 +1512,3 @@ class Algorithm(OldAlgorithmNames):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.config.env!r}, iteration={self.iteration})"
-
-
-def _tree_shapes(tree: Any) -> Any:
-    """A recurrent state's structure with each leaf's shape (dicts by key; anything else is a
-    leaf), to compare a state given to `compute_single_action` with the module's."""
-    if isinstance(tree, dict):
-        return {key: _tree_shapes(value) for key, value in tree.items()}
-    try:
-        return tuple(np.shape(tree))
-    except Exception:  # noqa: BLE001 - ragged: no shape
-        return None
