@@ -273,7 +273,7 @@ def products_floor(products: list[Product], steps: int) -> float:
 
 
 def sac_products(module, rows: int) -> list[Product]:
-    """The matrix products of one SAC update (`SACLearner._continuous_gradients`) on `rows`
+    """The matrix products of one SAC update (`loss.continuous_loss` of `SACLearner`) on `rows`
     replayed transitions, layer by layer: the policy forward over s and s' together, its
     backward over s (no input gradient at its first layer); per critic, forward and backward
     over (s, a) (no input gradient at the encoders' first layers), forward over (s, a~) and

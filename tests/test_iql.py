@@ -62,7 +62,7 @@ def test_iql_gradients_match_finite_differences(twin_q):
     }
 
     def losses() -> dict:
-        return learner._continuous_gradients(batch)[1]
+        return learner.loss_and_gradients(batch).losses
 
     first = losses()
     assert set(first) == {"policy", "qf", "value"} | ({"qf_twin"} if twin_q else set())

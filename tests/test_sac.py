@@ -125,16 +125,13 @@ def test_sac_gradients_match_finite_differences(env_id, model_config, twin_q):
     learner = _learner(env_id, model_config, twin_q=twin_q)
     batch = _batch(learner)
     state = generator_state(learner.rng)
-    compute = (
-        learner._continuous_gradients if learner.module.continuous else learner._discrete_gradients
-    )
 
     def losses() -> dict:
         set_generator_state(learner.rng, state)  # the same noise for every evaluation
-        return compute(batch)[1]
+        return learner.loss_and_gradients(batch).losses
 
-    losses()
-    alpha_grad = float(learner._alpha_grad[0])
+    set_generator_state(learner.rng, state)
+    alpha_grad = float(learner.loss_and_gradients(batch).d_log_alpha)
     assert_each_optimizer_gradient_is_its_loss(learner, losses, samples=5)
     # alpha's loss is linear in log_alpha: its gradient is the loss over log_alpha.
     log_alpha = float(learner.log_alpha[0])

@@ -1,6 +1,7 @@
 """`CQLLearner`: one gradient step of conservative Q-learning (Kumar et al. 2020, the CQL(H)
 variant) on a batch of recorded transitions, in numpy, with RLlib 2.60's losses
-(`CQLTorchLearner`) on SAC's module and pieces (`trainer.algorithms.sac.sac_learner`).
+(`CQLTorchLearner`) on SAC's module, learner and loss (`trainer.algorithms.sac.loss`:
+`continuous_loss` with CQL's critic term and policy objective).
 
 For a batch of B recorded transitions (s, a, r, s', terminated), with N = `num_actions`:
 
@@ -28,16 +29,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer.algorithms.sac.sac_learner import (
-    Q_CURR_KEY,
+from trainer.algorithms.sac.loss import (
     QF,
     QF_TWIN,
     ActorObjective,
+    CriticTerms,
     PolicyDraws,
-    SACLearner,
-    recorded_train_batch,
+    SACLoss,
+    continuous_loss,
+    min_q_objective,
 )
-from trainer.algorithms.sac.sac_module import LOG_STD_MAX, LOG_STD_MIN, SquashedGaussian
+from trainer.algorithms.sac.sac_learner import SACLearner, recorded_train_batch
+from trainer.algorithms.sac.sac_module import (
+    LOG_STD_MAX,
+    LOG_STD_MIN,
+    SACModule,
+    SquashedGaussian,
+)
 from trainer.capabilities import ACTION_SPACES
 from trainer.core.models import SpaceInfo
 from trainer.errors import UnsupportedValue
@@ -114,20 +122,28 @@ class CQLLearner(CloningPhase, SACLearner):
         their sum as `total_loss`, and the statistics; the draws' generator left as it was."""
         state = self.rng.bit_generator.state
         try:
-            results, losses = self._continuous_gradients(
-                recorded_train_batch(batch, self.config.gamma)
-            )
+            loss = self.loss_and_gradients(recorded_train_batch(batch, self.config.gamma))
         finally:
             self.rng.bit_generator.state = state
+        results = self.loss_results(loss)
         results.pop(TD_ERROR_KEY, None)
-        return {**results, "total_loss": sum(losses.values())}
+        return {**results, "total_loss": sum(loss.losses.values())}
 
-    def _next_value(self, next_obs: np.ndarray, draws: PolicyDraws, alpha: float) -> np.ndarray:
-        size = draws.size
-        q_next = self.target.q_values(next_obs, draws.actions[size:])
-        if self.config.deterministic_backup:
-            return q_next
-        return q_next - alpha * draws.logp[size:]
+    def loss_and_gradients(self, batch: dict[str, np.ndarray]) -> SACLoss:
+        """SAC's loss (`loss.continuous_loss`) with CQL's critic term, behaviour cloning for
+        the policy during the first `bc_iters` iterations, and with `deterministic_backup` no
+        entropy term in the q-targets."""
+        return continuous_loss(
+            batch,
+            self.module,
+            self.target,
+            self.log_alpha,
+            self.target_entropy,
+            self.rng,
+            critic_term=self._conservative_critic_term,
+            actor_term=self._cloning_objective if self.cloning else min_q_objective,
+            soft_backup=not self.config.deterministic_backup,
+        )
 
     def _policy_draws(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Squashed Gaussian draws and their log-likelihoods for each row of `obs` (no
@@ -140,17 +156,19 @@ class CQLLearner(CloningPhase, SACLearner):
         unsquashed = mean + np.exp(log_std) * noise
         return np.tanh(unsquashed), SquashedGaussian.squashed_logp(unsquashed, mean, log_std)
 
-    def _critic_gradients(
+    def _conservative_critic_term(
         self,
+        module: SACModule,
         obs: np.ndarray,
         next_obs: np.ndarray,
         actions: np.ndarray,
         targets: np.ndarray,
-        batch: dict[str, np.ndarray],
-    ) -> tuple[dict[str, float], np.ndarray, dict[str, Any]]:
+        weights: np.ndarray,
+    ) -> CriticTerms:
         """Each critic's squared Bellman error plus its conservative term, in one forward and
-        one backward pass over the B recorded rows and the 3 N B repeated ones."""
-        config, module = self.config, self.module
+        one backward pass over the B recorded rows and the 3 N B repeated ones (the weights,
+        all 1 for recorded rows, unused)."""
+        config = self.config
         size, n = len(obs), int(config.num_actions)
         dim = len(self.action_low)
         # Rows in blocks: [recorded (B) | random (B N) | pi at s' (B N) | pi at s (B N)];
@@ -171,6 +189,7 @@ class CQLLearner(CloningPhase, SACLearner):
         losses: dict[str, float] = {}
         td_errors = np.zeros(size, dtype=np.float32)
         stats: dict[str, Any] = {}
+        q_curr: np.ndarray | None = None
         for index, critic in enumerate(module.critics):
             q_all, cache = critic.forward_train(all_obs, all_actions)
             q_selected = q_all[:size]
@@ -192,17 +211,17 @@ class CQLLearner(CloningPhase, SACLearner):
             if index == 0:
                 stats[CQL_LOSS_KEY] = cql_loss
                 # RLlib's qf_mean/max/min: the critic's values of the policy's draws at s.
-                stats[Q_CURR_KEY] = q_all[size + 2 * size * n :]
+                q_curr = q_all[size + 2 * size * n :]
         td_errors /= len(module.critics)
-        return losses, td_errors, stats
+        return CriticTerms(losses, td_errors, stats, q_curr)
 
-    def _actor_objective(
-        self, obs: np.ndarray, actions: np.ndarray, draws: PolicyDraws
+    @staticmethod
+    def _cloning_objective(
+        module: SACModule, obs: np.ndarray, actions: np.ndarray, draws: PolicyDraws
     ) -> ActorObjective:
-        """SAC's after `bc_iters` training iterations; before, the log-likelihood of the
-        recorded actions, whose gradient reaches the distribution's mean and log-std directly."""
-        if not self.cloning:
-            return super()._actor_objective(obs, actions, draws)
+        """The policy's objective during the first `bc_iters` training iterations: the
+        log-likelihood of the recorded actions, whose gradient reaches the distribution's mean
+        and log-std directly."""
         size = draws.size
         logp, d_mean, d_log_std = SquashedGaussian.logp_and_grads(
             draws.mean[:size], draws.log_std[:size], actions

@@ -12,17 +12,10 @@ import torch
 from torch.nn import functional
 
 from trainer.algorithms.cql.cql_learner import CloningPhase
+from trainer.algorithms.sac.loss import ALPHA_LOSS_KEY, QF_LOSS_KEY, QF_TWIN_LOSS_KEY
 from trainer.algorithms.sac.sac_learner import recorded_train_batch
-from trainer.algorithms.sac.torch_learner import (
-    ALPHA_LOSS_KEY,
-    LOGPS_KEY,
-    QF_LOSS_KEY,
-    QF_MAX_KEY,
-    QF_MEAN_KEY,
-    QF_MIN_KEY,
-    QF_TWIN_LOSS_KEY,
-    SACTorchLearner,
-)
+from trainer.algorithms.sac.torch_learner import SACTorchLearner
+from trainer.algorithms.sac.torch_loss import TorchSACLoss, statistics
 from trainer.algorithms.sac.torch_module import (
     LOGP_NEXT_RESAMPLED,
     LOGP_RESAMPLED,
@@ -131,24 +124,22 @@ class CQLTorchLearner(CloningPhase, SACTorchLearner):
             q_twin_selected = fwd_out[QF_TWIN_PREDS]
             qf_twin_loss, _ = critic_loss(q_twin_selected, "q_twin")
             td_error = 0.5 * (td_error + torch.abs(q_twin_selected - q_selected_target))
-        q_curr_repeat = fwd_out["q_curr_repeat"]
-        return self._finish_loss(
-            module_id,
-            {
-                POLICY_LOSS_KEY: actor_loss,
-                QF_LOSS_KEY: qf_loss,
-                ALPHA_LOSS_KEY: alpha_loss,
-                QF_TWIN_LOSS_KEY: qf_twin_loss,
-            },
+        losses = {
+            POLICY_LOSS_KEY: actor_loss,
+            QF_LOSS_KEY: qf_loss,
+            ALPHA_LOSS_KEY: alpha_loss,
+            QF_TWIN_LOSS_KEY: qf_twin_loss,
+        }
+        stats = statistics(
+            losses,
+            log_alpha,
+            self.target_entropy[module_id],
             td_error,
-            {
-                CQL_LOSS_KEY: cql_loss,
-                LOGPS_KEY: torch.mean(logp_resampled),
-                QF_MEAN_KEY: torch.mean(q_curr_repeat),
-                QF_MAX_KEY: torch.max(q_curr_repeat),
-                QF_MIN_KEY: torch.min(q_curr_repeat),
-            },
+            logp_resampled,
+            fwd_out["q_curr_repeat"],
+            {CQL_LOSS_KEY: cql_loss},
         )
+        return self._finish_loss(module_id, TorchSACLoss(losses, td_error, stats))
 
 
 __all__ = ["CQLTorchLearner"]

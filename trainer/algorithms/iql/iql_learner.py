@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from trainer.algorithms.sac.sac_learner import (
+from trainer.algorithms.sac.loss import (
     POLICY,
     QF,
     QF_LOSS_KEY,
     QF_TWIN,
     QF_TWIN_LOSS_KEY,
-    SACLearner,
-    recorded_train_batch,
+    SACLoss,
 )
+from trainer.algorithms.sac.sac_learner import SACLearner, recorded_train_batch
 from trainer.algorithms.sac.sac_module import (
     LOG_STD_MAX,
     LOG_STD_MIN,
@@ -40,7 +40,7 @@ from trainer.capabilities import ACTION_SPACES
 from trainer.core.learner import POLICY_LOSS_KEY
 from trainer.core.models import SpaceInfo, activated, activated_train, encoder_mlp, head_mlp
 from trainer.errors import UnsupportedValue
-from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
+from trainer.metrics import TD_ERROR_KEY
 
 if TYPE_CHECKING:
     from trainer.algorithms.iql.iql import IQLConfig
@@ -116,13 +116,14 @@ class IQLLearner(SACLearner):
     def evaluation_loss(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         """The losses of `batch` with no step (offline evaluation): each optimizer's loss,
         their sum as `total_loss`."""
-        results, losses = self._continuous_gradients(recorded_train_batch(batch, self.config.gamma))
+        loss = self.loss_and_gradients(recorded_train_batch(batch, self.config.gamma))
+        results = self.loss_results(loss)
         results.pop(TD_ERROR_KEY, None)
-        return {**results, "total_loss": sum(losses.values())}
+        return {**results, "total_loss": sum(loss.losses.values())}
 
-    def _continuous_gradients(
-        self, batch: dict[str, np.ndarray]
-    ) -> tuple[dict[str, Any], dict[str, float]]:
+    def loss_and_gradients(self, batch: dict[str, np.ndarray]) -> SACLoss:
+        """IQL's losses (the module docstring's), each optimizer's gradient of its own left in
+        the module's gradient buffer."""
         config, module = self.config, self.module
         preprocess = module.spaces.preprocess
         obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
@@ -161,12 +162,7 @@ class IQLLearner(SACLearner):
         d_log_std = scale * d_log_std * ((raw_log_std > LOG_STD_MIN) & (raw_log_std < LOG_STD_MAX))
         module.policy_backward(pi_cache, np.concatenate([scale * d_mean, d_log_std], axis=1))
 
-        results: dict[str, Any] = {
-            POLICY_LOSS_KEY: losses[POLICY],
-            QF_LOSS_KEY: losses[QF],
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(size),
-            TD_ERROR_KEY: td_errors,
-        }
+        stats: dict[str, Any] = {POLICY_LOSS_KEY: losses[POLICY], QF_LOSS_KEY: losses[QF]}
         if QF_TWIN in losses:
-            results[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
-        return results, losses
+            stats[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
+        return SACLoss(losses, td_errors, stats, d_log_alpha=0.0)

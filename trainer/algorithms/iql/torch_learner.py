@@ -19,15 +19,9 @@ import numpy as np
 import torch
 
 from trainer.algorithms.iql.torch_module import QF_TARGET_PREDS, VF_PREDS_NEXT
+from trainer.algorithms.sac.loss import POLICY, QF, QF_LOSS_KEY, QF_TWIN, QF_TWIN_LOSS_KEY
 from trainer.algorithms.sac.sac_learner import recorded_train_batch
-from trainer.algorithms.sac.torch_learner import (
-    POLICY,
-    QF,
-    QF_LOSS_KEY,
-    QF_TWIN,
-    QF_TWIN_LOSS_KEY,
-    SACTorchLearner,
-)
+from trainer.algorithms.sac.torch_learner import SACTorchLearner
 from trainer.algorithms.sac.torch_module import QF_PREDS, QF_TWIN_PREDS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.learner import POLICY_LOSS_KEY, UpdateResults

@@ -1,9 +1,10 @@
 """SAC (RLlib's `ray.rllib.algorithms.sac`), all of it: `sac.py` the config and the algorithm
-(DQN's training step); `sac_learner.py` the numpy losses and updates, `sac_module.py` the
-default numpy module (policy, twin critics) and the squashed Gaussian; `torch_learner.py` the
-torch loss (`SACTorchLearner`), `torch_module.py` the default torch module
-(`DefaultSACTorchRLModule`); `presets.py` the main job's presets; `differences.py` the
-deliberate differences from RLlib's SAC.
+(DQN's training step); `loss.py` the losses in numpy with their gradients, `torch_loss.py`
+the same losses in torch; `sac_learner.py` the numpy learner (optimizers, target critics),
+`sac_module.py` the default numpy module (policy, twin critics) and the squashed Gaussian;
+`torch_learner.py` the torch learner (`SACTorchLearner`), `torch_module.py` the default
+torch module (`DefaultSACTorchRLModule`); `presets.py` the main job's presets;
+`differences.py` the deliberate differences from RLlib's SAC.
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 

@@ -1,55 +1,39 @@
 """`SACLearner`: one gradient step of SAC (Haarnoja et al. 2018) on a replay batch, in numpy,
-with RLlib 2.60's losses (`SACTorchLearner`).
+with RLlib 2.60's losses (`SACTorchLearner`). The loss, its backward pass and its statistics
+are `loss.py`'s (`continuous_loss` for Box actions, `discrete_loss` for Discrete ones); this
+learner holds what they train and steps it.
 
-Box actions (a = tanh(u), u ~ N(mean(s), std(s)), log pi(a|s) with the tanh Jacobian):
-
-    y            = r + gamma^n (1 - terminated) (min_i Q_target_i(s', a') - alpha log pi(a'|s'))
-                   with a' ~ pi(.|s')                                    (no gradient)
-    critic loss  = mean(w * huber(Q_i(s, a) - y)),  for each critic i (twin_q: two)
-    policy loss  = mean(alpha log pi(a~|s) - min_i Q_i(s, a~)),  a~ ~ pi(.|s) reparameterized;
-                   the critics' parameters take no gradient from it
-    alpha loss   = -mean(log_alpha (log pi(a~|s) + target_entropy))
-
-Discrete actions (probabilities p = softmax(logits)):
-
-    y            = r + gamma^n (1 - terminated) sum_a p(a|s') (min_i Q_target_i(s', a)
-                   - alpha log p(a|s'))
-    policy loss  = mean(sum_a p(a|s) (alpha log p(a|s) - min_i Q_i(s, a)))
-    alpha loss   = -mean(log_alpha (sum_a p log p + target_entropy))
-
-All gradients are taken from the same forward passes, then each optimizer steps its slice of
-the module's flat parameters: "qf" and "qf_twin" (critic_lr), "policy" (actor_lr), and "alpha"
-(alpha_lr) on log_alpha; Adam with eps 1e-7, as RLlib's. The target critics (a copy of the
-module) follow the critics every `target_network_update_freq` sampled env steps:
-target <- tau * critic + (1 - tau) * target. The per-row TD errors, 0.5 (|Q_1 - y| + |Q_2 - y|)
-with twin_q, go back under TD_ERROR_KEY for the prioritized buffer.
+The loss leaves each optimizer's gradient in its slice of the module's flat gradient buffer
+and log_alpha's beside; each optimizer then steps its slice of the module's flat parameters:
+"qf" and "qf_twin" (critic_lr), "policy" (actor_lr), and "alpha" (alpha_lr) on log_alpha;
+Adam with eps 1e-7, as RLlib's (`grad_clip` by `grad_clip_by` first, each optimizer's own
+gradient). The target critics (a copy of the module) follow the critics every
+`target_network_update_freq` sampled env steps: target <- tau * critic + (1 - tau) * target.
+The per-row TD errors go back under TD_ERROR_KEY for the prioritized buffer.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from trainer.algorithms.sac.sac_module import (
-    LOG_STD_MAX,
-    LOG_STD_MIN,
-    SACModule,
-    SquashedGaussian,
+from trainer.algorithms.sac.loss import (
+    ALPHA,
+    POLICY,
+    QF,
+    QF_TWIN,
+    SACLoss,
+    continuous_loss,
+    discrete_loss,
 )
+from trainer.algorithms.sac.sac_module import SACModule
 from trainer.core.blas import BlasThreads
-from trainer.core.learner import (
-    LR_KEY,
-    POLICY_LOSS_KEY,
-    Learner,
-    LearningRate,
-    UpdateResults,
-)
+from trainer.core.learner import LR_KEY, Learner, LearningRate, UpdateResults
 from trainer.core.models import SpaceInfo
-from trainer.core.nn import Adam, check_finite_update, clip_gradients, log_softmax
+from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -62,23 +46,8 @@ from trainer.util.state_checks import (
 if TYPE_CHECKING:
     from trainer.algorithms.sac.sac import SACConfig
 
-#: RLlib's SAC learner statistics (`ray.rllib.algorithms.sac.sac_learner`).
-QF_LOSS_KEY = "qf_loss"
-QF_TWIN_LOSS_KEY = "qf_twin_loss"
-QF_MEAN_KEY = "qf_mean"
-QF_MAX_KEY = "qf_max"
-QF_MIN_KEY = "qf_min"
-LOGPS_KEY = "logps"
-TD_ERROR_MEAN_KEY = "td_error_mean"
-#: A subclass's statistics key for the Q-values behind qf_mean/qf_max/qf_min (not reported).
-Q_CURR_KEY = "q_curr"
-#: RLlib's optimizer names, each over its slice of the parameters.
-POLICY, QF, QF_TWIN, ALPHA = "policy", "qf", "qf_twin", "alpha"
 #: RLlib's SAC optimizers' eps (`SACTorchLearner.configure_optimizers_for_module`).
 ADAM_EPS = 1e-7
-
-#: Sums through the ufunc itself (no Python wrapper call).
-_sum = np.add.reduce
 
 
 def target_entropy_of(config: SACConfig, spaces: SpaceInfo) -> float:
@@ -100,55 +69,6 @@ def recorded_train_batch(batch: dict[str, Any], gamma: float) -> dict[str, Any]:
         "discounts": np.full(rows, gamma, dtype=np.float32),
         "weights": np.ones(rows, dtype=np.float32),
     }
-
-
-def _leading_rows(cache: Any, n: int) -> Any:
-    """A forward pass's cache restricted to its first `n` rows (views), for a backward pass
-    over those rows only."""
-    if isinstance(cache, np.ndarray):
-        return cache[:n]
-    if isinstance(cache, (tuple, list)):
-        return type(cache)(_leading_rows(item, n) for item in cache)
-    return cache
-
-
-@dataclass
-class PolicyDraws:
-    """One pass of the squashed Gaussian policy over the rows of s then s' (2 * `size` rows)
-    and a reparameterized draw per row: a = tanh(u), u = mean + std * noise."""
-
-    size: int
-    #: The forward pass's cache over the rows of s (the policy's backward runs over those).
-    cache: Any
-    mean: np.ndarray
-    #: The log-std before its clamp to [LOG_STD_MIN, LOG_STD_MAX] (no gradient outside).
-    raw_log_std: np.ndarray
-    log_std: np.ndarray
-    std: np.ndarray
-    noise: np.ndarray
-    actions: np.ndarray
-    logp: np.ndarray
-
-
-@dataclass
-class ActorObjective:
-    """What the policy's loss subtracts per row of s (`value`), and the gradients of
-    -mean(value): with respect to the resampled actions (`d_actions`) and directly to the
-    distribution's mean and log-std (None: none). `q_curr`: the critics' values of the
-    resampled actions (statistics), None where they were not computed."""
-
-    value: np.ndarray
-    q_curr: np.ndarray | None
-    d_actions: np.ndarray
-    d_mean: np.ndarray | None = None
-    d_log_std: np.ndarray | None = None
-
-
-def _huber(td: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Huber loss (delta 1) per row and its derivative."""
-    abs_td = np.abs(td)
-    loss = np.where(abs_td <= 1.0, 0.5 * td * td, abs_td - 0.5)
-    return loss, np.minimum(np.maximum(td, -1.0), 1.0)
 
 
 class SACLearner(Learner):
@@ -250,239 +170,31 @@ class SACLearner(Learner):
         `TD_ERROR_KEY`, the per-row TD errors."""
         for name, rate in self.learning_rates.items():
             rate.apply(self.optimizers[name], num_env_steps_sampled_lifetime)
-        if self.module.continuous:
-            results, losses = self._continuous_gradients(batch)
-        else:
-            results, losses = self._discrete_gradients(batch)
-        results.update(self._apply_gradients(losses))
+        loss = self.loss_and_gradients(batch)
+        self._alpha_grad[0] = loss.d_log_alpha
+        results = self.loss_results(loss)
+        results.update(self._apply_gradients(loss.losses))
         self.update_target_network(num_env_steps_sampled_lifetime)
         return results
 
-    def _continuous_gradients(
-        self, batch: dict[str, np.ndarray]
-    ) -> tuple[UpdateResults, dict[str, float]]:
-        module = self.module
-        preprocess = module.spaces.preprocess
-        obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
-        size = len(obs)
-        actions = np.asarray(batch["actions"], dtype=np.float32).reshape(size, -1)
-        alpha = math.exp(float(self.log_alpha[0]))
-        draws = self._draw_actions(obs, next_obs)
+    def loss_and_gradients(self, batch: dict[str, np.ndarray]) -> SACLoss:
+        """SAC's loss on `batch` (`loss.py`): each optimizer's gradient of its own loss left
+        in the module's gradient buffer, log_alpha's in the result."""
+        if self.module.continuous:
+            return continuous_loss(
+                batch, self.module, self.target, self.log_alpha, self.target_entropy, self.rng
+            )
+        return discrete_loss(batch, self.module, self.target, self.log_alpha, self.target_entropy)
 
-        # TD targets from the target critics (no gradient flows through them).
-        not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
-        targets = batch["rewards"] + batch["discounts"] * not_terminated * self._next_value(
-            next_obs, draws, alpha
-        )
-        losses, td_errors, stats = self._critic_gradients(obs, next_obs, actions, targets, batch)
-
-        # The policy's loss: alpha log pi(a~|s) minus the actor's objective.
-        objective = self._actor_objective(obs, actions, draws)
-        logp_resampled = draws.logp[:size]
-        policy_loss = float(_sum(alpha * logp_resampled - objective.value) / size)
-        losses[POLICY] = policy_loss
-        self._policy_backward(draws, objective, alpha)
-
-        # The temperature.
-        entropy_gap = logp_resampled + self.target_entropy
-        alpha_loss = float(-self.log_alpha[0] * _sum(entropy_gap) / size)
-        self._alpha_grad[0] = -_sum(entropy_gap) / size
-        losses[ALPHA] = alpha_loss
-
-        q_curr = stats.pop(Q_CURR_KEY, objective.q_curr)
-        results: UpdateResults = {
-            POLICY_LOSS_KEY: policy_loss,
-            QF_LOSS_KEY: losses[QF],
-            "alpha_loss": alpha_loss,
-            "alpha_value": alpha,
-            "log_alpha_value": float(self.log_alpha[0]),
-            "target_entropy": self.target_entropy,
-            LOGPS_KEY: float(_sum(logp_resampled) / size),
-            QF_MEAN_KEY: float(_sum(q_curr, axis=None) / q_curr.size),
-            QF_MAX_KEY: float(np.maximum.reduce(q_curr, axis=None)),
-            QF_MIN_KEY: float(np.minimum.reduce(q_curr, axis=None)),
-            TD_ERROR_MEAN_KEY: float(_sum(td_errors) / size),
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(size),
-            TD_ERROR_KEY: td_errors,
-            **stats,
+    @staticmethod
+    def loss_results(loss: SACLoss) -> UpdateResults:
+        """The loss's statistics, the batch's size (RLlib's `module_train_batch_size_mean`)
+        and, under `TD_ERROR_KEY`, the per-row TD errors."""
+        return {
+            **loss.stats,
+            MODULE_TRAIN_BATCH_SIZE_MEAN: float(len(loss.td_error)),
+            TD_ERROR_KEY: loss.td_error,
         }
-        if QF_TWIN in losses:
-            results[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
-        return results, losses
-
-    def _draw_actions(self, obs: np.ndarray, next_obs: np.ndarray) -> PolicyDraws:
-        """The policy over s and s' in one pass, a reparameterized draw for each row (the
-        backward pass runs over the rows of s)."""
-        size = len(obs)
-        dist_inputs, pi_cache = self.module.policy_forward_train(np.concatenate([obs, next_obs]))
-        n = dist_inputs.shape[1] // 2
-        mean, raw_log_std = dist_inputs[:, :n], dist_inputs[:, n:]
-        log_std = np.minimum(np.maximum(raw_log_std, LOG_STD_MIN), LOG_STD_MAX)
-        std = np.exp(log_std)
-        noise = self.rng.standard_normal(mean.shape).astype(np.float32)
-        unsquashed = mean + std * noise
-        return PolicyDraws(
-            size=size,
-            cache=_leading_rows(pi_cache, size),
-            mean=mean,
-            raw_log_std=raw_log_std,
-            log_std=log_std,
-            std=std,
-            noise=noise,
-            actions=np.tanh(unsquashed),
-            logp=SquashedGaussian.squashed_logp(unsquashed, mean, log_std),
-        )
-
-    def _next_value(self, next_obs: np.ndarray, draws: PolicyDraws, alpha: float) -> np.ndarray:
-        """The soft value of s' (SAC's backup): min_i Q_target_i(s', a') - alpha log pi(a'|s')."""
-        size = draws.size
-        next_actions, logp_next = draws.actions[size:], draws.logp[size:]
-        return self.target.q_values(next_obs, next_actions) - alpha * logp_next
-
-    def _critic_gradients(
-        self,
-        obs: np.ndarray,
-        next_obs: np.ndarray,
-        actions: np.ndarray,
-        targets: np.ndarray,
-        batch: dict[str, np.ndarray],
-    ) -> tuple[dict[str, float], np.ndarray, dict[str, Any]]:
-        """Each critic's loss (by optimizer name) and gradient, the per-row TD errors and
-        extra statistics: SAC's importance-weighted Huber loss."""
-        module, size = self.module, len(obs)
-        weights = batch["weights"]
-        losses: dict[str, float] = {}
-        td_errors = np.zeros(size, dtype=np.float32)
-        for index, critic in enumerate(module.critics):
-            q, cache = critic.forward_train(obs, actions)
-            td = q - targets
-            huber, d_huber = _huber(td)
-            losses[QF if index == 0 else QF_TWIN] = float(_sum(weights * huber) / size)
-            critic.backward(cache, weights * d_huber / size, module.critic_grads(index), False)
-            td_errors += np.abs(td)
-        td_errors /= len(module.critics)
-        return losses, td_errors, {}
-
-    def _actor_objective(
-        self, obs: np.ndarray, actions: np.ndarray, draws: PolicyDraws
-    ) -> ActorObjective:
-        """What the policy maximizes besides its entropy: SAC's min_i Q_i(s, a~), whose
-        gradient reaches the policy through the resampled actions only."""
-        module, size = self.module, draws.size
-        resampled = draws.actions[:size]
-        q_values, caches = zip(
-            *(critic.forward_train(obs, resampled) for critic in module.critics), strict=True
-        )
-        q_curr = q_values[0] if len(q_values) == 1 else np.minimum(q_values[0], q_values[1])
-        d_actions = np.zeros_like(resampled)
-        for index, critic in enumerate(module.critics):
-            # torch.min's gradient goes to the smaller value (the first critic's on a tie).
-            if len(q_values) == 1:
-                chosen = np.ones(size, dtype=bool)
-            elif index == 0:
-                chosen = q_values[0] <= q_values[1]
-            else:
-                chosen = q_values[1] < q_values[0]
-            d_q = np.where(chosen, -1.0 / size, 0.0).astype(np.float32)
-            d_action = critic.backward(caches[index], d_q, None, True)
-            assert d_action is not None
-            d_actions += d_action
-        return ActorObjective(value=q_curr, q_curr=q_curr, d_actions=d_actions)
-
-    def _policy_backward(self, draws: PolicyDraws, objective: ActorObjective, alpha: float) -> None:
-        """The policy's gradient of mean(alpha log pi(a~|s)) - mean(objective): through
-        a~ = tanh(u), u = mean + std * noise, and log pi's own dependence
-        (d log pi / d mean = 2a, d log pi / d log_std = 2a std noise - 1), plus the
-        objective's direct gradients."""
-        size = draws.size
-        resampled = draws.actions[:size]
-        noise_cur, std_cur = draws.noise[:size], draws.std[:size]
-        d_unsquashed = objective.d_actions * (1.0 - resampled * resampled)
-        coefficient = alpha / size
-        d_mean = d_unsquashed + coefficient * 2.0 * resampled
-        d_log_std = (d_unsquashed + coefficient * 2.0 * resampled) * std_cur * noise_cur
-        d_log_std -= coefficient
-        if objective.d_mean is not None:
-            d_mean += objective.d_mean
-        if objective.d_log_std is not None:
-            d_log_std += objective.d_log_std
-        raw_log_std = draws.raw_log_std[:size]
-        d_log_std *= (raw_log_std > LOG_STD_MIN) & (raw_log_std < LOG_STD_MAX)
-        self.module.policy_backward(draws.cache, np.concatenate([d_mean, d_log_std], axis=1))
-
-    def _discrete_gradients(
-        self, batch: dict[str, np.ndarray]
-    ) -> tuple[UpdateResults, dict[str, float]]:
-        module = self.module
-        preprocess = module.spaces.preprocess
-        obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
-        size = len(obs)
-        actions = np.asarray(batch["actions"]).astype(np.int64).reshape(size)
-        rows = np.arange(size)
-        alpha = math.exp(float(self.log_alpha[0]))
-
-        logits, pi_cache = module.policy_forward_train(np.concatenate([obs, next_obs]))
-        pi_cache = _leading_rows(pi_cache, size)
-        log_probs = log_softmax(logits)
-        probs = np.exp(log_probs)
-        probs_cur, log_probs_cur = probs[:size], log_probs[:size]
-        probs_next, log_probs_next = probs[size:], log_probs[size:]
-
-        q_target_next = self.target.q_values(next_obs)
-        next_values = _sum(probs_next * (q_target_next - alpha * log_probs_next), axis=1)
-        not_terminated = 1.0 - batch["terminateds"].astype(np.float32)
-        targets = batch["rewards"] + batch["discounts"] * not_terminated * next_values
-
-        weights = batch["weights"]
-        losses: dict[str, float] = {}
-        td_errors = np.zeros(size, dtype=np.float32)
-        q_all = []
-        for index, critic in enumerate(module.critics):
-            q, cache = critic.forward_train(obs, None)
-            q_all.append(q)
-            td = q[rows, actions] - targets
-            huber, d_huber = _huber(td)
-            losses[QF if index == 0 else QF_TWIN] = float(_sum(weights * huber) / size)
-            d_q = np.zeros_like(q)
-            d_q[rows, actions] = weights * d_huber / size
-            critic.backward(cache, d_q, module.critic_grads(index), False)
-            td_errors += np.abs(td)
-        td_errors /= len(module.critics)
-
-        q_min = q_all[0] if len(q_all) == 1 else np.minimum(q_all[0], q_all[1])
-        per_action = alpha * log_probs_cur - q_min
-        per_row = _sum(probs_cur * per_action, axis=1)
-        policy_loss = float(_sum(per_row) / size)
-        losses[POLICY] = policy_loss
-        # d/d logit_k of sum_a p_a f_a (f = alpha log p - Q): p_k (f_k - sum_a p_a f_a).
-        d_logits = probs_cur * (per_action - per_row[:, None]) / size
-        module.policy_backward(pi_cache, d_logits.astype(np.float32))
-
-        negative_entropy = _sum(probs_cur * log_probs_cur, axis=1)
-        entropy_gap = negative_entropy + self.target_entropy
-        alpha_loss = float(-self.log_alpha[0] * _sum(entropy_gap) / size)
-        self._alpha_grad[0] = -_sum(entropy_gap) / size
-        losses[ALPHA] = alpha_loss
-
-        q_first = q_all[0]
-        results: UpdateResults = {
-            POLICY_LOSS_KEY: policy_loss,
-            QF_LOSS_KEY: losses[QF],
-            "alpha_loss": alpha_loss,
-            "alpha_value": alpha,
-            "log_alpha_value": float(self.log_alpha[0]),
-            "target_entropy": self.target_entropy,
-            LOGPS_KEY: float(np.mean(log_probs_cur)),
-            QF_MEAN_KEY: float(np.mean(q_first)),
-            QF_MAX_KEY: float(np.max(q_first)),
-            QF_MIN_KEY: float(np.min(q_first)),
-            TD_ERROR_MEAN_KEY: float(_sum(td_errors) / size),
-            MODULE_TRAIN_BATCH_SIZE_MEAN: float(size),
-            TD_ERROR_KEY: td_errors,
-        }
-        if QF_TWIN in losses:
-            results[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
-        return results, losses
 
     def _apply_gradients(self, losses: dict[str, float]) -> dict[str, float]:
         """Clips each optimizer's gradient (`grad_clip`, `grad_clip_by`), checks every loss

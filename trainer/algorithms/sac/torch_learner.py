@@ -6,15 +6,9 @@ numpy `SACLearner`'s data flow and statistics.
 (`obs`, `next_obs`, `actions`, `rewards`, `terminateds`, `discounts` = gamma ** the steps each
 n-step transition spans, RLlib's `n_step` = those steps, `weights` = the importance weights),
 preprocesses the observations as the EnvRunners did, and runs `TorchLearner.update_from_batch`:
-the module's `forward_train` (`DefaultSACTorchRLModule`'s outputs), then RLlib's losses (the
-math is in `trainer.algorithms.sac.sac_learner`'s docstring):
-
-    critic(s)  mean(weights * huber(Q_i(s, a) - y)),   y = r + gamma^n (1 - terminated) *
-               (Q_target(s', a') - alpha log pi(a'|s'))        (no gradient through y)
-    policy     mean(alpha log pi(a~|s) - Q(s, a~))             (a~ reparameterized)
-    alpha      -mean(log_alpha (log pi(a~|s) + target_entropy))
-
-(for Discrete actions the expectations over the action probabilities, as RLlib's). Each loss
+the module's `forward_train` (`DefaultSACTorchRLModule`'s outputs), then RLlib's losses
+(`torch_loss.py`; `loss.py`'s docstring writes out the math and the statistics): each
+critic's importance-weighted Huber loss on the q-targets, the policy's and alpha's. Each loss
 steps its own optimizer only, over its own parameters, as RLlib's `compute_gradients` does:
 "qf" and "qf_twin" (critic_lr), "policy" (actor_lr) and "alpha" (alpha_lr, over
 `curr_log_alpha`); Adam with eps 1e-7, rates or schedules. A loss names the tensor each
@@ -54,23 +48,21 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 import numpy as np
 import torch
-from torch.nn import functional
 
-from trainer.algorithms.sac.torch_module import (
-    ACTION_LOG_PROBS,
-    ACTION_LOG_PROBS_NEXT,
-    ACTION_PROBS,
-    ACTION_PROBS_NEXT,
-    LOGP_NEXT_RESAMPLED,
-    LOGP_RESAMPLED,
-    Q_CURR,
-    QF_PREDS,
-    QF_TARGET_NEXT,
-    QF_TWIN_PREDS,
+from trainer.algorithms.sac.loss import (
+    ALPHA,
+    DISCOUNTS,
+    N_STEP,
+    POLICY,
+    QF,
+    QF_TWIN,
+    STAT_KEYS,
+    WEIGHTS,
 )
+from trainer.algorithms.sac.torch_loss import TorchSACLoss, continuous_loss, discrete_loss
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import TargetNetworkAPI
-from trainer.core.learner import POLICY_LOSS_KEY, UpdateResults
+from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import (
     MODULE_TRAIN_BATCH_SIZE_MEAN,
@@ -84,45 +76,11 @@ from trainer.util.state_checks import StateError, require_float_array, require_i
 if TYPE_CHECKING:
     from trainer.algorithms.sac.sac import SACConfig
 
-#: RLlib's statistics keys (`ray.rllib.algorithms.sac.sac_learner`).
-QF_LOSS_KEY = "qf_loss"
-QF_TWIN_LOSS_KEY = "qf_twin_loss"
-QF_MEAN_KEY = "qf_mean"
-QF_MAX_KEY = "qf_max"
-QF_MIN_KEY = "qf_min"
-LOGPS_KEY = "logps"
-TD_ERROR_MEAN_KEY = "td_error_mean"
-ALPHA_LOSS_KEY = "alpha_loss"
-#: RLlib's optimizer names; each minimizes the loss `self._temp_losses` holds under
-#: `(module_id, "<name>_loss")`.
-POLICY, QF, QF_TWIN, ALPHA = "policy", "qf", "qf_twin", "alpha"
 #: RLlib's SAC optimizers' eps.
 ADAM_EPS = 1e-7
 #: The name `curr_log_alpha`'s tensor has among the learner's parameters (its optimizer's
 #: state is keyed by it).
 LOG_ALPHA = "curr_log_alpha"
-
-#: The importance weights' and n-step discounts' columns of the replay buffer's train batch.
-WEIGHTS = "weights"
-DISCOUNTS = "discounts"
-#: RLlib's column of the steps each n-step transition spans.
-N_STEP = "n_step"
-
-#: The numpy SACLearner's statistics, in its order (the twin critic's loss with twin_q).
-_RESULT_KEYS = (
-    POLICY_LOSS_KEY,
-    QF_LOSS_KEY,
-    ALPHA_LOSS_KEY,
-    "alpha_value",
-    "log_alpha_value",
-    "target_entropy",
-    LOGPS_KEY,
-    QF_MEAN_KEY,
-    QF_MAX_KEY,
-    QF_MIN_KEY,
-    TD_ERROR_MEAN_KEY,
-    QF_TWIN_LOSS_KEY,
-)
 
 
 def target_entropy_for(config: SACConfig, action_space: gym.Space) -> float:
@@ -254,7 +212,7 @@ class SACTorchLearner(TorchLearner):
         """Whether the module has a twin critic (its `twin_q`, else the config's)."""
         return bool(getattr(self.rl_module, "twin_q", config.twin_q))
 
-    # -- the loss (RLlib 2.60's) ----------------------------------------------------------------
+    # -- the loss (RLlib 2.60's: torch_loss.py) -------------------------------------------------
     def compute_loss_for_module(  # type: ignore[override]  # a SACConfig, as RLlib's
         self,
         *,
@@ -274,74 +232,6 @@ class SACTorchLearner(TorchLearner):
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
 
-    @staticmethod
-    def _discounts(config: SACConfig, batch: dict[str, Any]) -> Any:
-        """gamma ** n per row: the batch's `discounts`, else RLlib's gamma ** `n_step`."""
-        if DISCOUNTS in batch:
-            return batch[DISCOUNTS]
-        return config.gamma ** batch[N_STEP]
-
-    def _critic_losses(
-        self,
-        config: SACConfig,
-        batch: dict[str, Any],
-        q_selected: torch.Tensor,
-        q_twin_selected: torch.Tensor | None,
-        q_selected_target: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-        """The weighted Huber losses of the critic(s) and the per-row TD errors (averaged over
-        the two critics with twin_q)."""
-        td_error = torch.abs(q_selected - q_selected_target)
-        critic_loss = torch.mean(
-            batch[WEIGHTS]
-            * functional.huber_loss(q_selected, q_selected_target, reduction="none", delta=1.0)
-        )
-        critic_twin_loss = None
-        if q_twin_selected is not None:
-            td_error = 0.5 * (td_error + torch.abs(q_twin_selected - q_selected_target))
-            critic_twin_loss = torch.mean(
-                batch[WEIGHTS]
-                * functional.huber_loss(
-                    q_twin_selected, q_selected_target, reduction="none", delta=1.0
-                )
-            )
-        return critic_loss, critic_twin_loss, td_error
-
-    def _finish_loss(
-        self,
-        module_id: str,
-        losses: dict[str, torch.Tensor | None],
-        td_error: torch.Tensor,
-        stats: dict[str, Any],
-    ) -> torch.Tensor:
-        """Hands each loss to its optimizer (`_temp_losses`), logs the statistics and keeps
-        the TD errors; returns the total loss."""
-        log_alpha = self.curr_log_alpha[module_id]
-        self.log_loss_stats(
-            {
-                POLICY_LOSS_KEY: losses[POLICY_LOSS_KEY],
-                QF_LOSS_KEY: losses[QF_LOSS_KEY],
-                ALPHA_LOSS_KEY: losses[ALPHA_LOSS_KEY],
-                "alpha_value": torch.exp(log_alpha)[0],
-                # (a copy: the step changes log_alpha in place before the stats are read)
-                "log_alpha_value": log_alpha.detach()[0].clone(),
-                "target_entropy": self.target_entropy[module_id],
-                **stats,
-                TD_ERROR_MEAN_KEY: torch.mean(td_error),
-            }
-        )
-        total_loss = torch.zeros((), device=td_error.device)
-        for key, loss in losses.items():
-            if loss is None:
-                continue
-            if key == QF_TWIN_LOSS_KEY:
-                self.log_loss_stats({QF_TWIN_LOSS_KEY: loss})
-            self._temp_losses[(module_id, key)] = loss
-            total_loss = total_loss + loss
-        # Per row, for the priorities (RLlib logs them as an "item_series").
-        self.td_errors = td_error.detach()
-        return total_loss
-
     def _compute_loss_for_module_continuous(
         self,
         *,
@@ -350,42 +240,14 @@ class SACTorchLearner(TorchLearner):
         batch: dict[str, Any],
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:
-        log_alpha = self.curr_log_alpha[module_id]
-        alpha = torch.exp(log_alpha)
-        # The soft value of the next state from the target critics, with a fresh draw there.
-        q_target_next = fwd_out[QF_TARGET_NEXT] - alpha.detach() * fwd_out[LOGP_NEXT_RESAMPLED]
-        q_next_masked = (1.0 - batch[Columns.TERMINATEDS].float()) * q_target_next
-        # The Bellman target: no gradient through it.
-        q_selected_target = (
-            batch[Columns.REWARDS] + self._discounts(config, batch) * q_next_masked
-        ).detach()
-        critic_loss, critic_twin_loss, td_error = self._critic_losses(
-            config, batch, fwd_out[QF_PREDS], fwd_out.get(QF_TWIN_PREDS), q_selected_target
+        loss = continuous_loss(
+            batch,
+            fwd_out,
+            log_alpha=self.curr_log_alpha[module_id],
+            target_entropy=self.target_entropy[module_id],
+            gamma=config.gamma,
         )
-        # The policy's loss: through the reparameterized actions (q_curr's critics are frozen
-        # in the module's pass, so none of its gradient reaches them).
-        logp_resampled = fwd_out[LOGP_RESAMPLED]
-        q_curr = fwd_out[Q_CURR]
-        actor_loss = torch.mean(alpha.detach() * logp_resampled - q_curr)
-        alpha_loss = -torch.mean(
-            log_alpha * (logp_resampled.detach() + self.target_entropy[module_id])
-        )
-        return self._finish_loss(
-            module_id,
-            {
-                POLICY_LOSS_KEY: actor_loss,
-                QF_LOSS_KEY: critic_loss,
-                ALPHA_LOSS_KEY: alpha_loss,
-                QF_TWIN_LOSS_KEY: critic_twin_loss,
-            },
-            td_error,
-            {
-                LOGPS_KEY: torch.mean(logp_resampled),
-                QF_MEAN_KEY: torch.mean(q_curr),
-                QF_MAX_KEY: torch.max(q_curr),
-                QF_MIN_KEY: torch.min(q_curr),
-            },
-        )
+        return self._finish_loss(module_id, loss)
 
     def _compute_loss_for_module_discrete(
         self,
@@ -395,57 +257,28 @@ class SACTorchLearner(TorchLearner):
         batch: dict[str, Any],
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:
-        log_alpha = self.curr_log_alpha[module_id]
-        alpha = torch.exp(log_alpha)
-        # The soft value of the next state: the expectation over the policy's probabilities.
-        action_probs_next = fwd_out[ACTION_PROBS_NEXT]
-        next_v = (
-            action_probs_next
-            * (fwd_out[QF_TARGET_NEXT] - alpha.detach() * fwd_out[ACTION_LOG_PROBS_NEXT])
-        ).sum(-1)
-        next_v_masked = (1.0 - batch[Columns.TERMINATEDS].float()) * next_v
-        q_selected_target = (
-            batch[Columns.REWARDS] + self._discounts(config, batch) * next_v_masked
-        ).detach()
-        actions = batch[Columns.ACTIONS].to(dtype=torch.int64).reshape(-1, 1)
-        qf_preds = fwd_out[QF_PREDS]
-        qf_twin_preds = fwd_out.get(QF_TWIN_PREDS)
-        q_twin_selected = (
-            qf_twin_preds.gather(dim=-1, index=actions).squeeze(-1)
-            if qf_twin_preds is not None
-            else None
-        )
-        critic_loss, critic_twin_loss, td_error = self._critic_losses(
-            config,
+        loss = discrete_loss(
             batch,
-            qf_preds.gather(dim=-1, index=actions).squeeze(-1),
-            q_twin_selected,
-            q_selected_target,
+            fwd_out,
+            log_alpha=self.curr_log_alpha[module_id],
+            target_entropy=self.target_entropy[module_id],
+            gamma=config.gamma,
         )
-        action_probs = fwd_out[ACTION_PROBS]
-        action_log_probs = fwd_out[ACTION_LOG_PROBS]
-        # The policy's loss against the critics' values (no gradient to the critics; the
-        # minimum of the two with twin_q).
-        qf = (qf_preds if qf_twin_preds is None else torch.min(qf_preds, qf_twin_preds)).detach()
-        policy_loss = (action_probs * (alpha.detach() * action_log_probs - qf)).sum(-1).mean()
-        entropy = (action_log_probs * action_probs).sum(-1)
-        alpha_loss = -torch.mean(log_alpha * (entropy.detach() + self.target_entropy[module_id]))
-        return self._finish_loss(
-            module_id,
-            {
-                POLICY_LOSS_KEY: policy_loss,
-                QF_LOSS_KEY: critic_loss,
-                ALPHA_LOSS_KEY: alpha_loss,
-                QF_TWIN_LOSS_KEY: critic_twin_loss,
-            },
-            td_error,
-            {
-                LOGPS_KEY: torch.mean(action_log_probs),
-                QF_MEAN_KEY: torch.mean(qf_preds),
-                QF_MAX_KEY: torch.max(qf_preds),
-                QF_MIN_KEY: torch.min(qf_preds),
-            },
-        )
+        return self._finish_loss(module_id, loss)
+
+    def _finish_loss(self, module_id: str, loss: TorchSACLoss) -> torch.Tensor:
+        """Hands each loss to its optimizer (`_temp_losses`), logs the statistics and keeps
+        the TD errors; returns the total loss."""
+        self.log_loss_stats(loss.stats)
+        total_loss = torch.zeros((), device=loss.td_error.device)
+        for key, term in loss.losses.items():
+            if term is None:
+                continue
+            self._temp_losses[(module_id, key)] = term
+            total_loss = total_loss + term
+        # Per row, for the priorities (RLlib logs them as an "item_series").
+        self.td_errors = loss.td_error.detach()
+        return total_loss
 
     # -- gradients: each optimizer's loss to its own parameters ----------------------------------
     def compute_gradients(
@@ -533,7 +366,7 @@ class SACTorchLearner(TorchLearner):
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime}
         )
         logged = self.update_results()
-        results: UpdateResults = {key: stats[key] for key in _RESULT_KEYS if key in stats}
+        results: UpdateResults = {key: stats[key] for key in STAT_KEYS if key in stats}
         # Each optimizer's rate (RLlib's `<optimizer>_learning_rate`), and what a subclass's
         # loss logs (with log_loss_stats or self.metrics).
         for key, value in [*stats.items(), *logged.items()]:
