@@ -1,11 +1,11 @@
 """PPO (RLlib's `ray.rllib.algorithms.ppo`), all of it: `ppo.py` the config and the algorithm
-(`training_step`); `ppo_learner.py` the numpy loss and update (the loss terms are in
-`trainer.core.nn.Categorical.loss_grads` and `DiagGaussian.loss_grads`, combined in
-`PPOLearner.loss_and_grads`), `module.py` the default numpy module (`PolicyModule`);
-`torch_learner.py` the torch loss (`PPOTorchLearner`), `torch_module.py` the default torch module
-(`DefaultPPOTorchRLModule`), `state_conversion.py` a numpy module's state as the torch one's;
-`catalog.py` RLlib's `PPOCatalog`; `presets.py` the main job's presets; `differences.py` the
-deliberate differences from RLlib's PPO.
+(`training_step`); `loss.py` PPO's loss for numpy (with its backward pass, on the distributions'
+`loss_grads` of `trainer.core.nn`) and for torch, side by side, with the same statistics;
+`ppo_learner.py` the numpy learner (`PPOLearner`), `module.py` the default numpy module
+(`PolicyModule`); `torch_learner.py` the torch learner (`PPOTorchLearner`), `torch_module.py`
+the default torch module (`DefaultPPOTorchRLModule`), `state_conversion.py` a numpy module's
+state as the torch one's; `catalog.py` RLlib's `PPOCatalog`; `presets.py` the main job's
+presets; `differences.py` the deliberate differences from RLlib's PPO.
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 

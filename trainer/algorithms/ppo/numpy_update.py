@@ -16,9 +16,9 @@ which says why and how). The conditions:
 
 Anything else trains in torch. The minibatches are drawn from the torch learner's generator
 and the KL coefficient is the torch learner's, so the two updates take the same steps; the
-statistics are the torch learner's (its explained variance: unbiased variances, RLlib's
-`explained_variance`; a zero KL without `use_kl_loss`). The products are numpy's (OpenBLAS):
-float32 results agree with torch's to rounding, not to the last bit.
+statistics are the same as the torch learner's (`loss.py` defines them once for both). The
+products are numpy's (OpenBLAS): float32 results agree with torch's to rounding, not to the
+last bit.
 """
 
 from __future__ import annotations
@@ -26,17 +26,15 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from trainer.algorithms.ppo.loss import CURR_ENTROPY_COEFF
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.ppo.ppo_learner import CURR_ENTROPY_COEFF, DEFAULT_OPTIMIZER_LR, PPOLearner
+from trainer.algorithms.ppo.numpy_inference import NumpyPPOInference
+from trainer.algorithms.ppo.ppo_learner import DEFAULT_OPTIMIZER_LR, PPOLearner
 from trainer.algorithms.ppo.state_conversion import torch_names_of_numpy_parameters
 from trainer.core.learner import UpdateResults
-from trainer.core.learner import explained_variance as rllib_explained_variance
 from trainer.core.models import StateConversionError
 from trainer.env.episode import SingleAgentEpisode
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
-from trainer.torch_rl.numpy_inference import NumpyPPOInference
 from trainer.torch_rl.numpy_twin import (
     NumpyTwin,
     adam_like,
@@ -45,25 +43,8 @@ from trainer.torch_rl.numpy_twin import (
     twin_parameters,
 )
 
-if TYPE_CHECKING:
-    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
-
-
-class _TorchStatisticsPPOLearner(PPOLearner):
-    """The numpy PPO learner reporting the torch learner's statistics: its explained variance,
-    and a zero KL without `use_kl_loss` (RLlib's)."""
-
-    def loss_and_grads(self, mb: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict]:
-        grads, stats = super().loss_and_grads(mb)
-        if not self.config.use_kl_loss:
-            stats["mean_kl_loss"] = 0.0
-        return grads, stats
-
-    @staticmethod
-    def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
-        """RLlib's `explained_variance`, with unbiased variances (as `PPOTorchLearner`
-        reports it)."""
-        return rllib_explained_variance(targets, values)
+if TYPE_CHECKING:  # the torch learner imports this module: typed by what this one reads of it
+    from trainer.algorithms.ppo.torch_learner_view import PPOTorchLearnerView as PPOTorchLearner
 
 
 class NumpyPPOUpdate:
@@ -97,7 +78,7 @@ class NumpyPPOUpdate:
             names = torch_names_of_numpy_parameters(module._config, module, "torch learner")
         except (StateConversionError, ValueError, TypeError, KeyError):
             return None  # networks the numpy module does not mirror train in torch
-        numpy_learner = _TorchStatisticsPPOLearner(config, None, module=numpy_module)
+        numpy_learner = PPOLearner(config, None, module=numpy_module)
         adam = adam_like(learner, entry, numpy_module.flat_params)
         numpy_learner.optimizer = adam
         # One minibatch shuffler: the torch learner's (its state is the learner's state); one

@@ -1,6 +1,6 @@
 """PPO's learner in numpy (Schulman et al. 2017, "Proximal Policy Optimization Algorithms"),
-with RLlib's loss: clipped surrogate, value loss clipped at `vf_clip_param`, entropy bonus, and an
-adaptive KL penalty.
+with RLlib's loss (`loss.py`'s `numpy_loss` and its backward pass): clipped surrogate, value loss
+clipped at `vf_clip_param`, entropy bonus, and an adaptive KL penalty.
 
 `update(episodes)` turns episode chunks into a train batch (GAE advantages, value targets), then
 runs `num_epochs` passes of shuffled minibatch Adam steps.
@@ -13,13 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer.algorithms.ppo.loss import (
+    CURR_ENTROPY_COEFF,
+    CURR_KL_COEFF,
+    MEAN_KL_LOSS,
+    adapted_kl_coeff,
+    numpy_loss,
+    numpy_loss_gradients,
+)
 from trainer.compat.rllib_utils import Columns
 from trainer.core.blas import AdaptiveBlasThreads
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER_LR_KEY,
     NumpyLearner,
     UpdateResults,
-    variance,
 )
 from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import tree_concat, tree_len, tree_rows
@@ -33,14 +40,12 @@ from trainer.util.state_checks import require_generator_state, require_number
 if TYPE_CHECKING:
     from trainer.algorithms.ppo.ppo import PPOConfig
 
-#: Sums through the ufunc itself: `array.sum()` adds a Python wrapper call (the statistics of a
-#: minibatch step are a dozen small sums).
-_sum = np.add.reduce
-
-#: RLlib's result keys: the entropy coefficient after the update
-#: (`LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY`) and the default optimizer's learning rate.
-CURR_ENTROPY_COEFF = "curr_entropy_coeff"
+#: RLlib's result key of the default optimizer's learning rate.
 DEFAULT_OPTIMIZER_LR = DEFAULT_OPTIMIZER_LR_KEY
+#: The entropy word of the learners' minibatch-shuffling stream (`seeding.derived_stream`):
+#: the numpy and the torch learner draw the same minibatches for a seed. Fixed: changing it
+#: changes every seeded PPO result.
+SHUFFLE_SEED_WORD = 7
 
 
 def build_train_batch(
@@ -169,15 +174,6 @@ def mean_size(sizes: list[int]) -> float:
     return sum(sizes) / len(sizes)
 
 
-def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
-    """RLlib's KL coefficient adaptation: x1.5 above twice `kl_target`, x0.5 below half."""
-    if mean_kl > 2.0 * cfg.kl_target:
-        return kl_coeff * 1.5
-    if mean_kl < 0.5 * cfg.kl_target:
-        return kl_coeff * 0.5
-    return kl_coeff
-
-
 class _EveryModule:
     """RLlib's `entropy_coeff_schedulers_per_module` of a learner of one module: that module's
     scheduler, under any module id (RLlib's makes one per module id from its config)."""
@@ -244,7 +240,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         )
         self.kl_coeff = config.kl_coeff
         self.start_entropy_coeff(config)
-        self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
+        self.rng = np.random.default_rng(seeding.derived_stream(config.seed, SHUFFLE_SEED_WORD))
         #: Updates run on one or two BLAS threads, by measurement, unless the user sized the
         #: pools; a seeded run's on two only where a step gives the same bits on one
         #: (`step_bits`), so that its weights do not depend on the timing (see
@@ -260,80 +256,20 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
 
     # -- 2. the loss and its gradient on one minibatch ---------------------------------------
     def loss_and_grads(self, mb: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict]:
-        """Gradients of the PPO loss w.r.t. every module parameter, and the loss statistics
-        (`total_loss` is the value whose gradient is returned)."""
-        cfg = self.config
+        """Gradients of the PPO loss (`loss.numpy_loss`, `loss.numpy_loss_gradients`) w.r.t.
+        every module parameter, and the loss statistics (`total_loss` is the value whose
+        gradient is returned)."""
         module = self.module
-        batch_size = len(mb["advantages"])
+        coeffs = {"entropy_coeff": self.entropy_coeff, "kl_coeff": self.kl_coeff}
         dist_inputs, values, cache = module.forward_train(mb["obs"])
-        logp, d_logp, entropy, d_entropy, kl, d_kl = module.dist.loss_grads(
-            dist_inputs, mb["actions"], mb["action_dist_inputs"]
-        )
-
-        # Probability ratio of the new and the behaviour policy, and the clipped surrogate.
-        advantages = mb["advantages"]
-        ratio = np.exp(logp - mb["action_logp"])
-        surrogate_unclipped = advantages * ratio
-        surrogate_clipped = advantages * np.minimum(
-            np.maximum(ratio, 1 - cfg.clip_param), 1 + cfg.clip_param
-        )
-        surrogate = np.minimum(surrogate_unclipped, surrogate_clipped)
-        # The gradient flows only where the unclipped term is the minimum.
-        unclipped_active = surrogate_unclipped <= surrogate_clipped
-        d_loss_d_logp = surrogate_unclipped * unclipped_active
-        d_loss_d_logp *= -1.0 / batch_size
-
-        # Value loss: squared error, clipped at vf_clip_param (RLlib's value clipping).
-        if cfg.use_critic:
-            value_error = values - mb["value_targets"]
-            vf_loss = value_error * value_error
-            vf_loss_clipped = np.minimum(vf_loss, cfg.vf_clip_param)
-            d_values = value_error * (vf_loss < cfg.vf_clip_param)
-            d_values *= cfg.vf_loss_coeff * 2.0 / batch_size
-        else:
-            vf_loss = vf_loss_clipped = np.zeros(batch_size, dtype=np.float32)
-            d_values = np.zeros(batch_size, dtype=np.float32)
-
-        # Total gradient w.r.t. the distribution inputs: surrogate, entropy bonus, KL penalty.
-        d_dist_inputs = d_loss_d_logp[:, None] * d_logp
-        d_entropy *= self.entropy_coeff / batch_size
-        d_dist_inputs -= d_entropy
-        if cfg.use_kl_loss:
-            d_kl *= self.kl_coeff / batch_size
-            d_dist_inputs += d_kl
-
+        dist = module.dist.loss_grads(dist_inputs, mb["actions"], mb["action_dist_inputs"])
+        loss = numpy_loss(mb, dist, values, self.config, **coeffs)
+        d_dist_inputs, d_values = numpy_loss_gradients(loss, dist, self.config, **coeffs)
         dtype = dist_inputs.dtype
         grads = module.backward(
             cache, d_dist_inputs.astype(dtype, copy=False), d_values.astype(dtype, copy=False)
         )
-
-        # Statistics: means over the minibatch (sums divided here: np.mean's overhead is
-        # several times a small array's sum).
-        policy_loss = -float(_sum(surrogate)) / batch_size
-        mean_kl = float(_sum(kl)) / batch_size
-        mean_vf_loss = float(_sum(vf_loss_clipped)) / batch_size
-        mean_entropy = float(_sum(entropy)) / batch_size
-        total_loss = (
-            policy_loss
-            + cfg.vf_loss_coeff * mean_vf_loss
-            - self.entropy_coeff * mean_entropy
-            + (self.kl_coeff * mean_kl if cfg.use_kl_loss else 0.0)
-        )
-        return grads, {
-            "total_loss": total_loss,
-            "policy_loss": policy_loss,
-            "vf_loss": mean_vf_loss,
-            "vf_loss_unclipped": float(_sum(vf_loss)) / batch_size,
-            "vf_explained_var": self.explained_variance(mb["value_targets"], values),
-            "entropy": mean_entropy,
-            "mean_kl_loss": mean_kl,
-        }
-
-    @staticmethod
-    def explained_variance(targets: np.ndarray, values: np.ndarray) -> float:
-        """1 - var(targets - values) / var(targets), NaN for constant targets."""
-        target_var = variance(targets)
-        return 1.0 - variance(targets - values) / target_var if target_var > 0 else float("nan")
+        return grads, loss.stats
 
     def step_bits(self, mb: dict[str, np.ndarray]) -> bytes:
         """What a minibatch step computes before the optimizer changes anything, as bytes: the
@@ -386,8 +322,8 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         # KL, the policy's distance from the behaviour policy after all epochs.
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
-        results["curr_kl_coeff"] = self.kl_coeff
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results[MEAN_KL_LOSS]), cfg)
+        results[CURR_KL_COEFF] = self.kl_coeff
         if num_env_steps_sampled_lifetime is not None:  # (None: the torch learner steps it)
             self.update_entropy_coeff(num_env_steps_sampled_lifetime)
         results[CURR_ENTROPY_COEFF] = self.entropy_coeff

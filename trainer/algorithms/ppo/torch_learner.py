@@ -5,8 +5,9 @@ on a `TorchRLModule`, with the numpy `PPOLearner`'s data flow and statistics.
 targets, from the module's `compute_values`, then standardized advantages), runs `num_epochs`
 passes of shuffled minibatch steps (the same minibatches, drawn from an rng seeded as the
 numpy learner's), and adapts the KL coefficient on the last minibatch's KL. The loss is RLlib
-2.60's: clipped surrogate, squared value error clipped at `vf_clip_param`, entropy bonus and the
-KL penalty (`use_kl_loss`); without `use_critic` the value terms are zero.
+2.60's (`loss.torch_loss`, the numpy learner's written for torch, with the same statistics):
+clipped surrogate, squared value error clipped at `vf_clip_param`, entropy bonus and the KL
+penalty (`use_kl_loss`); without `use_critic` the value terms are zero.
 
 A stateful (recurrent) module (`is_stateful()`, e.g. `use_lstm`) trains on sequences, as RLlib's
 learner connectors build them: the values for GAE come from `compute_values` on each chunk's
@@ -31,12 +32,18 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import torch
 
+from trainer.algorithms.ppo.loss import (
+    CURR_ENTROPY_COEFF,
+    CURR_KL_COEFF,
+    MEAN_KL_LOSS,
+    adapted_kl_coeff,
+    torch_loss,
+)
 from trainer.algorithms.ppo.numpy_update import NumpyPPOUpdate
 from trainer.algorithms.ppo.ppo_learner import (
-    CURR_ENTROPY_COEFF,
     DEFAULT_OPTIMIZER_LR,
+    SHUFFLE_SEED_WORD,
     PPOLearnerState,
-    adapted_kl_coeff,
     build_train_batch,
     mean_size,
     shuffled_minibatches,
@@ -66,15 +73,10 @@ from trainer.torch_rl.sequences import (
     sequence_states_in,
     split_and_zero_pad,
 )
-from trainer.torch_rl.torch_utils import explained_variance
 from trainer.util import seeding
 
 if TYPE_CHECKING:
     from trainer.algorithms.ppo.ppo import PPOConfig
-
-#: The train batch's columns (RLlib's `Postprocessing.ADVANTAGES` / `VALUE_TARGETS`).
-ADVANTAGES = "advantages"
-VALUE_TARGETS = "value_targets"
 
 #: A recurrent module's extra inputs (RLlib's `Columns.PREV_ACTIONS` / `PREV_REWARDS`).
 PREV_ACTIONS = "prev_actions"
@@ -140,7 +142,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         #: (see `build_train_batch`); None otherwise.
         self._valued_batch: dict[str, Any] | None = None
         # Seeded as the numpy PPOLearner's shuffler: the same seed draws the same minibatches.
-        self.rng = np.random.default_rng(seeding.ppo_learner_stream(config.seed))
+        self.rng = np.random.default_rng(seeding.derived_stream(config.seed, SHUFFLE_SEED_WORD))
         #: The update in numpy, for this class itself on the default module and optimizer
         #: (`trainer.algorithms.ppo.numpy_update`); None: every update runs in torch.
         self.numpy_update = NumpyPPOUpdate.of(self) if type(self) is PPOTorchLearner else None
@@ -298,79 +300,20 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         batch: dict[str, Any],
         fwd_out: dict[str, Any],
     ) -> torch.Tensor:
-        """RLlib 2.60's PPO loss (`PPOTorchLearner.compute_loss_for_module`), as a mean over
-        the minibatch; logs policy_loss, vf_loss, vf_loss_unclipped, vf_explained_var,
-        entropy and mean_kl_loss. With `Columns.LOSS_MASK` in the batch (a boolean row
-        mask), the means are over the masked-in rows, as RLlib's."""
+        """RLlib 2.60's PPO loss (`loss.torch_loss`), as a mean over the minibatch (over the
+        masked-in rows with `Columns.LOSS_MASK`); logs its statistics (policy_loss, vf_loss,
+        vf_loss_unclipped, vf_explained_var, entropy, mean_kl_loss)."""
         module = self.rl_module
-        if Columns.LOSS_MASK in batch:
-            mask = batch[Columns.LOSS_MASK].bool()
-            num_valid = torch.sum(mask)
-
-            def mean(data: torch.Tensor) -> torch.Tensor:
-                return torch.sum(data[mask]) / num_valid
-
-        else:
-            mean = torch.mean
-        current_dist = module.get_train_action_dist_cls().from_logits(
-            fwd_out[Columns.ACTION_DIST_INPUTS]
+        total_loss, stats = torch_loss(
+            batch,
+            module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS]),
+            module.get_exploration_action_dist_cls().from_logits(batch[Columns.ACTION_DIST_INPUTS]),
+            lambda: module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS)),
+            config,
+            entropy_coeff=self.entropy_coeff,
+            kl_coeff=self.kl_coeff,
         )
-        behaviour_dist = module.get_exploration_action_dist_cls().from_logits(
-            batch[Columns.ACTION_DIST_INPUTS]
-        )
-        logp_ratio = torch.exp(
-            current_dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP]
-        )
-        if config.use_kl_loss:
-            mean_kl_loss = mean(behaviour_dist.kl(current_dist))
-        else:
-            mean_kl_loss = torch.tensor(0.0, device=logp_ratio.device)
-        current_entropy = current_dist.entropy()
-
-        advantages = batch[ADVANTAGES]
-        surrogate_loss = torch.min(
-            advantages * logp_ratio,
-            advantages * torch.clamp(logp_ratio, 1 - config.clip_param, 1 + config.clip_param),
-        )
-        if config.use_critic:
-            values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
-            vf_loss = torch.pow(values - batch[VALUE_TARGETS], 2.0)
-            vf_loss_clipped = torch.clamp(vf_loss, 0, config.vf_clip_param)
-        else:
-            values = vf_loss = vf_loss_clipped = torch.tensor(0.0, device=surrogate_loss.device)
-
-        total_loss = mean(
-            -surrogate_loss
-            + config.vf_loss_coeff * vf_loss_clipped
-            - self.entropy_coeff * current_entropy
-        )
-        if config.use_kl_loss:
-            total_loss = total_loss + self.kl_coeff * mean_kl_loss
-
-        # The statistics, outside the graph: the same values, without autograd's records of
-        # operations nothing differentiates.
-        with torch.no_grad():
-            if config.use_critic:
-                if Columns.LOSS_MASK in batch:  # the real steps only, not the padding
-                    explained_var = explained_variance(batch[VALUE_TARGETS][mask], values[mask])
-                else:
-                    explained_var = explained_variance(batch[VALUE_TARGETS], values)
-                mean_vf_loss, mean_vf_unclipped_loss = mean(vf_loss_clipped), mean(vf_loss)
-            else:
-                explained_var = explained_variance(
-                    batch[VALUE_TARGETS], values.expand_as(advantages)
-                )
-                mean_vf_loss = mean_vf_unclipped_loss = values
-            self.log_loss_stats(
-                {
-                    "policy_loss": -mean(surrogate_loss),
-                    "vf_loss": mean_vf_loss,
-                    "vf_loss_unclipped": mean_vf_unclipped_loss,
-                    "vf_explained_var": explained_var,
-                    "entropy": mean(current_entropy),
-                    "mean_kl_loss": mean_kl_loss,
-                }
-            )
+        self.log_loss_stats(stats)
         return total_loss
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
@@ -433,22 +376,22 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
                 del batch[key]
                 batch.update(flatten_column(key, value))
             for minibatch in shuffled_minibatches(batch, cfg, self.rng):
-                minibatch_sizes.append(len(minibatch[ADVANTAGES]))
+                minibatch_sizes.append(len(minibatch[Columns.ADVANTAGES]))
                 for key, structure in nested.items():
                     minibatch = dict(minibatch)
                     minibatch[key] = nest_column(key, structure, minibatch)
                 step_stats = self.update_from_batch(minibatch)
-            num_trained = len(batch[ADVANTAGES])
+            num_trained = len(batch[Columns.ADVANTAGES])
         # As RLlib: the last minibatch's statistics, and the KL coefficient adapted on its KL.
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results["mean_kl_loss"]), cfg)
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results[MEAN_KL_LOSS]), cfg)
         # Torch lr schedulers step once per update, after it (RLlib's TorchLearner).
         self.after_gradient_based_update(
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime or 0}
         )
         results.update(self.update_results())
-        results["curr_kl_coeff"] = self.kl_coeff
+        results[CURR_KL_COEFF] = self.kl_coeff
         results[CURR_ENTROPY_COEFF] = self.entropy_coeff
         results["curr_lr"] = results[DEFAULT_OPTIMIZER_LR] = self.current_lr
         results["num_env_steps_trained"] = num_trained
