@@ -2,7 +2,12 @@
 algorithm (its classes, its module path), except the registry's line for it and a short
 allowlist, each entry with its reason. Names in comments and docstrings (prose) do not count;
 code does: identifiers, imports and string constants (a class name as a string, a module path
-inside a string)."""
+inside a string).
+
+Also by name alone: outside the folders and the places whose job is to name algorithms
+(`NOT_WALKED`), no identifier, import or string constant has a registered algorithm's name as
+a word (`NumpyPPOInference`, `_PPO_LEARNER_WORD`, `DQN_VARIANTS`), the messages in `MESSAGES`
+aside: the generic layers hold no algorithm's code, even code its folder does not define."""
 
 from __future__ import annotations
 
@@ -182,3 +187,179 @@ def test_an_entry_names_its_registered_name_and_classes():
         assert entry.name == name and entry.algorithm_cls.__name__ == name
         assert entry.config_cls().algo_class is entry.algorithm_cls
         assert registry.get_trainable_cls(name) is entry.algorithm_cls
+
+
+# -- no algorithm's code below the folders -------------------------------------------------------
+
+#: The registered algorithms' names as words (`words`): a word of an identifier, an import or a
+#: string constant that is one of these names an algorithm.
+ALGORITHM_WORDS = frozenset(name.lower() for name in registry.ALGORITHM_NAMES)
+
+#: Places outside the folders that the walk skips, because naming algorithms is their job.
+NOT_WALKED: dict[str, str] = {
+    "trainer/algorithms/registry.py": "the registry: one line per algorithm, name -> package",
+    "trainer/algorithms/presets.py": "the main job's presets, looked up by algorithm name",
+    "trainer/compat/": "RLlib's surface: earlier import paths, RLlib's names, the differences",
+    "trainer/launcher/": "runs RLlib scripts: maps ray.rllib.algorithms.<name> to the folders",
+    "trainer/examples/": "ports of RLlib's examples: users' code, which names its algorithm",
+    "trainer/cli/": "the command line: --algo NAME and its help",
+    "trainer/example_scripts.py": "RLlib's add_rllib_example_script_args: --algo defaults to PPO",
+    "trainer/core/testing/": "RLlib's rllib.core.testing: its toy BC learner and modules are "
+    "RLlib's names for a test learner, not the BC folder's code",
+}
+
+#: Messages (string constants a person reads) outside the folders that mention algorithms:
+#: path -> (why, pieces of the messages' text). A piece that matches no string fails.
+MESSAGES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "trainer/core/catalog.py": (
+        "RLlib's Catalog refusing a setting names the catalogs and module to use instead",
+        ("PPOCatalog / DQNCatalog", "module_class=PPOTorchRLModule"),
+    ),
+    "trainer/core/policy_description.py": (
+        "the export's refusal lists the modules the export describes",
+        ("the default PPO, APPO/IMPALA-style actor-critic, DQN and SAC modules",),
+    ),
+    "trainer/torch_rl/export_layers.py": (
+        "the export's refusal of a module says which default modules it describes",
+        ("(not a default PPO, DQN or SAC torch module)",),
+    ),
+    "trainer/algorithms/learner_group.py": (
+        "the refusal of a numpy whole-module learner names an algorithm's config as the way",
+        ("(PPOConfig().build_learner(...))",),
+    ),
+    "trainer/algorithms/algorithm.py": (
+        "the refusal of learner pieces names the algorithms that run them",
+        ("(PPO, IMPALA and ",),
+    ),
+    "trainer/algorithms/config/offline_data.py": (
+        "the refusal of recorded data names the algorithms that learn from it",
+        ("(BC, MARWIL, CQL, IQL)",),
+    ),
+    "trainer/algorithms/config/training.py": (
+        "the settings' help and refusals name RLlib's learners and the algorithms that take them",
+        (
+            "PPOTorchLearner or DQNTorchLearner",
+            "(PPOTorchLearner)",
+            "PPO, IMPALA, APPO",
+            "learner connectors run with PPO, ",
+        ),
+    ),
+    "trainer/tune/trainable.py": (
+        "the refusal of a config without algo_class names algorithms' configs as examples",
+        ("(PPOConfig(), DQNConfig(), ...)",),
+    ),
+}
+
+
+def words(text: str) -> set[str]:
+    """The lower-cased words of an identifier, a dotted path or a sentence: split at what is not
+    a letter or digit and where the case changes (`NumpyPPOInference` -> numpy, ppo, inference;
+    `_PPO_LEARNER_WORD` -> ppo, learner, word; `ABC` stays abc)."""
+    found: set[str] = set()
+    for part in re.split(r"[^A-Za-z0-9]+", text):
+        found.update(
+            word.lower()
+            for word in re.findall(r"[A-Z]+(?=[A-Z][a-z]|[0-9]|$)|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", part)
+        )
+    return found
+
+
+def algorithm_names(path: Path, root: Path = SOURCE_ROOT) -> list[tuple[int, str, str]]:
+    """Where the code in `path` names a registered algorithm: (line, "identifier", "import"
+    or "string", the text). Identifiers are names, attributes, definitions, arguments and
+    keywords; imports are the modules imported from and the names imported; strings are the
+    string constants that are not docstrings."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    docstrings = _docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        texts: list[tuple[str, str]] = []
+        if isinstance(node, ast.Name):
+            texts = [("identifier", node.id)]
+        elif isinstance(node, ast.Attribute):
+            texts = [("identifier", node.attr)]
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            texts = [("identifier", node.name)]
+        elif isinstance(node, ast.arg):
+            texts = [("identifier", node.arg)]
+        elif isinstance(node, ast.keyword) and node.arg is not None:
+            texts = [("identifier", node.arg)]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            texts = [("import", node.module)]
+        elif isinstance(node, ast.alias):
+            texts = [("import", node.name)] + ([("import", node.asname)] if node.asname else [])
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            texts = [("identifier", name) for name in node.names]
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            texts = [("string", node.value)]
+        found += [
+            (getattr(node, "lineno", 0), kind, text)
+            for kind, text in texts
+            if words(text) & ALGORITHM_WORDS
+        ]
+    return sorted(found)
+
+
+def walked_files() -> list[Path]:
+    """The `trainer` files outside the algorithms' folders and `NOT_WALKED`."""
+    folders = tuple(
+        package.replace(".", "/") + "/" for package in registry.ALGORITHM_PACKAGES.values()
+    )
+    return [
+        path
+        for path in sorted(TRAINER.rglob("*.py"))
+        if not path.relative_to(SOURCE_ROOT).as_posix().startswith(folders + tuple(NOT_WALKED))
+    ]
+
+
+def test_no_algorithm_is_named_outside_its_folder_in_the_layers_below() -> None:
+    """The generic layers (torch_rl, util, core, connectors, replay_buffers, metrics, the
+    runners, the algorithms' base modules, ...) hold no algorithm's code: no import from a
+    folder, no identifier with an algorithm's name as a word, no string constant naming one
+    but the messages in `MESSAGES`. Docstrings and comments are prose, not code."""
+    found = []
+    matched = set()
+    for path in walked_files():
+        relative = path.relative_to(SOURCE_ROOT).as_posix()
+        pieces = MESSAGES.get(relative, ("", ()))[1]
+        for line, kind, text in algorithm_names(path):
+            piece = next((p for p in pieces if kind == "string" and p in text), None)
+            if piece is not None:
+                matched.add((relative, piece))
+                continue
+            found.append(f"{relative}:{line} {kind} {text!r}")
+    stale = [
+        f"{path}: {piece!r}"
+        for path, (_, pieces) in MESSAGES.items()
+        for piece in pieces
+        if (path, piece) not in matched
+    ]
+    assert found == [], "algorithm-specific code outside the folders:\n" + "\n".join(found)
+    assert stale == [], "MESSAGES entries that match no message any more:\n" + "\n".join(stale)
+
+
+def test_the_walk_finds_an_algorithms_name(tmp_path: Path) -> None:
+    """The check itself: a class, a constant, an import and a string naming an algorithm
+    count; a docstring, a comment and a word that only contains a name (ABC) do not."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""PPO in prose is fine."""\n'
+        "import abc  # so is DQN in a comment\n"
+        "from trainer.algorithms.dqn.torch_module import Thing\n"
+        "_PPO_LEARNER_WORD = 7\n"
+        "class NumpySACInference(abc.ABC):\n"
+        '    """SAC again in prose."""\n'
+        "x = 'APPO'\n"
+        "def f(appointment): return appointment\n"
+    )
+    found = [(line, kind, text) for line, kind, text in algorithm_names(probe, tmp_path)]
+    assert found == [
+        (3, "import", "trainer.algorithms.dqn.torch_module"),
+        (4, "identifier", "_PPO_LEARNER_WORD"),
+        (5, "identifier", "NumpySACInference"),
+        (7, "string", "APPO"),
+    ], found

@@ -1,7 +1,8 @@
 """What this project does not have, in words: the capability a missing RLlib name or an
 unsupported setting needs. `RLlibNotAvailable` and `ConfigError` carry one of these as
 `.capability`; the examples bench reports a run stopped by one as "out of scope" with it, and
-the deliberate-differences table uses the same words."""
+the deliberate-differences table uses the same words. An algorithm's own words (what one
+algorithm does not have) are in its folder, e.g. `trainer.algorithms.dqn.capabilities`."""
 
 MULTI_AGENT = "multi-agent"
 TORCH = "torch RLModules and Learners"
@@ -23,9 +24,7 @@ ACTION_SPACES = (
 )
 OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tuple"
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"
-DQN_VARIANTS = "recurrent DQN (use_lstm)"
 POLICY_EXPORT = "policy export (ONNX, numpy files)"
-DISTRIBUTIONAL_EXPORT = "distributional DQN (num_atoms > 1) in the ONNX and numpy policy exports"
 REMOTE_FILESYSTEMS = "remote filesystems (pyarrow.fs) for checkpoints"
 #: What to use instead of RLlib's model classes and per-algorithm torch modules.
 DEFAULT_MODELS_INSTEAD = (

@@ -1,28 +1,24 @@
-"""The EnvRunners' forward pass of a default torch module, in numpy.
+"""The EnvRunners' forward pass of a default torch module, in numpy: the shared machinery.
 
 An EnvRunner asks its module for one small batch of action-distribution inputs per env step
 (one row per sub-env). Through torch each such call costs ~100 us of dispatch (module calls,
 no_grad, tensor wrapping) for microseconds of arithmetic; the numpy modules' MLP math does the
 same products without it. For the default modules whose forward pass is a known structure,
-the view (`TorchModuleView`) therefore computes the distribution inputs here:
-
-- `DefaultPPOTorchRLModule` without `use_lstm` and with an MLP encoder: the actor encoder's
-  `fcnet_*` layers, then the `pi` head (with `clip_log_std` / `free_log_std` as the head has
-  them);
-- `DefaultDQNTorchRLModule` with an MLP encoder: the encoder, the `af` head and, with
-  `dueling`, the `vf` head combined as V + A - mean(A);
-- `DefaultSACTorchRLModule` with an MLP encoder: the `pi_encoder`, then the `pi` head.
+the view (`TorchModuleView`) therefore computes the distribution inputs here.
 
 A default module's class names its numpy forward (`numpy_forward_class`, read from that
-class itself, so a subclass is not taken for it). Only inference-only copies (the
-EnvRunners') compute here; a learner's module, and so `compute_single_action`, runs in torch.
-Any other module (a subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with
-forward hooks, on a GPU, not float32) runs its own forward in torch. The weights are numpy
-copies (weight matrices transposed to `(in, out)`, contiguous), taken again whenever a
-parameter was written since (torch's version counters see `set_state`'s `load_state_dict`,
-a multi-agent module's `set_state`, any in-place write) or moved (`module.to(...)`), and at
-each `set_state` / `set_weights` of the view (which also sends a module that got a forward
-hook back to torch).
+class itself, so a subclass is not taken for it): a class in the algorithm's folder (its
+`numpy_inference` module) that builds the forward from the module's parts with the pieces
+here (`NumpyLayers` for a `TorchMLP`, `NumpyHead` for an `MLPHead`, `numpy_mlp_encoder` for an
+`MLPEncoder`), noting each parameter it copies in a `WatchedParameters`, and raises `NotKnown`
+for a structure it does not compute. Only inference-only copies (the EnvRunners') compute
+here; a learner's module, and so `compute_single_action`, runs in torch. Any other module (a
+subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with forward hooks, on a
+GPU, not float32) runs its own forward in torch. The weights are numpy copies (weight
+matrices transposed to `(in, out)`, contiguous), taken again whenever a parameter was written
+since (torch's version counters see `set_state`'s `load_state_dict`, a multi-agent module's
+`set_state`, any in-place write) or moved (`module.to(...)`), and at each `set_state` /
+`set_weights` of the view (which also sends a module that got a forward hook back to torch).
 
 The products are numpy's (OpenBLAS) where torch's use its own kernels: float32 results agree
 to rounding, not always to the last bit.
@@ -50,11 +46,12 @@ ACTIVATION_NAMES: dict[type[nn.Module], str] = {
 }
 
 
-class _NotKnown(Exception):
-    """The module is not a structure this file computes: it runs in torch."""
+class NotKnown(Exception):
+    """Raised by a numpy forward's constructor: the module is not a structure it computes, so
+    the module runs in torch."""
 
 
-class _Sources(list):
+class WatchedParameters(list):
     """The parameters a numpy forward copied, in order (for their version counters), with
     `copies`: each one's numpy copy and whether it was transposed (to copy them again in
     place when new weights arrive)."""
@@ -64,13 +61,15 @@ class _Sources(list):
         self.copies: list[tuple[np.ndarray, bool]] = []
 
 
-def _weights(parameter: torch.Tensor, watched: _Sources, transpose: bool = False) -> np.ndarray:
+def _weights(
+    parameter: torch.Tensor, watched: WatchedParameters, transpose: bool = False
+) -> np.ndarray:
     """A numpy copy of a float32 CPU `parameter` (transposed with `transpose`: torch's
     `(out, in)` weight as the `(in, out)` matrix a row batch is multiplied by), C-contiguous:
     a product of a few rows with a transposed view took three times as long at 8 rows
     (OpenBLAS). The parameter and its copy are noted in `watched`."""
     if parameter.device.type != "cpu" or parameter.dtype != torch.float32:
-        raise _NotKnown
+        raise NotKnown
     source = parameter.detach().numpy()
     array = np.ascontiguousarray(source.T if transpose else source)
     watched.append(parameter)
@@ -81,22 +80,22 @@ def _weights(parameter: torch.Tensor, watched: _Sources, transpose: bool = False
 class NumpyLayers:
     """A `TorchMLP`'s layers as numpy: `(weight (in, out), bias, activation)` each."""
 
-    def __init__(self, mlp: TorchMLP, watched: _Sources) -> None:
+    def __init__(self, mlp: TorchMLP, watched: WatchedParameters) -> None:
         if type(mlp) is not TorchMLP:
-            raise _NotKnown
+            raise NotKnown
         self.layers: list[tuple[np.ndarray, np.ndarray, str | None]] = []
         for layer in mlp.mlp:
             if type(layer) is nn.Linear:
                 if layer.bias is None:
-                    raise _NotKnown
+                    raise NotKnown
                 weight = _weights(layer.weight, watched, transpose=True)
                 self.layers.append((weight, _weights(layer.bias, watched), None))
                 continue
             name = ACTIVATION_NAMES.get(type(layer))
             if name is None or not self.layers or self.layers[-1][2] is not None:
-                raise _NotKnown
+                raise NotKnown
             if isinstance(layer, nn.ELU) and layer.alpha != 1.0:
-                raise _NotKnown
+                raise NotKnown
             weight, bias, _ = self.layers[-1]
             self.layers[-1] = (weight, bias, name)
 
@@ -112,9 +111,9 @@ class NumpyLayers:
 class NumpyHead:
     """An `MLPHead` as numpy: its layers, then the log-stds as the head makes them."""
 
-    def __init__(self, head: MLPHead, watched: _Sources) -> None:
+    def __init__(self, head: MLPHead, watched: WatchedParameters) -> None:
         if type(head) is not MLPHead:
-            raise _NotKnown
+            raise NotKnown
         self.net = NumpyLayers(head.net, watched)
         self.log_std = _weights(head.log_std, watched) if head.free_log_std else None
         self.clip = head.log_std_clip_param if head.clip_log_std else None
@@ -132,80 +131,11 @@ class NumpyHead:
         return out
 
 
-def _mlp_encoder(encoder: nn.Module, watched: _Sources) -> NumpyLayers:
+def numpy_mlp_encoder(encoder: nn.Module, watched: WatchedParameters) -> NumpyLayers:
+    """An `MLPEncoder`'s layers as numpy; `NotKnown` for any other encoder (a CNN, a user's)."""
     if type(encoder) is not MLPEncoder:
-        raise _NotKnown  # a CNN encoder, or one of the user's
+        raise NotKnown  # a CNN encoder, or one of the user's
     return NumpyLayers(encoder.net, watched)
-
-
-class NumpyPPOInference:
-    """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy."""
-
-    def __init__(self, module: Any, watched: _Sources) -> None:
-        if module._stateful or module._encode_obs.image:
-            raise _NotKnown
-        encoder = module.encoder
-        self.encoder = _mlp_encoder(
-            encoder.encoder if encoder.shared else encoder.actor_encoder, watched
-        )
-        self.pi = NumpyHead(module.pi, watched)
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return self.pi(self.encoder(obs))
-
-
-class NumpyDQNInference:
-    """The default DQN module's Q-values (`compute_q_values`: encoder, `af`, with dueling
-    `vf`) in numpy; with `num_atoms` > 1 the expected values of its distributions (the
-    softmax of the logits over the atoms, weighted by the support)."""
-
-    def __init__(self, module: Any, watched: _Sources) -> None:
-        if module._encode_obs is None or module._encode_obs.image:
-            raise _NotKnown  # a catalog subclass's encoder, or a CNN
-        self.encoder = _mlp_encoder(module.encoder, watched)
-        self.af = NumpyHead(module.af, watched)
-        self.vf = NumpyHead(module.vf, watched) if module.uses_dueling else None
-        self.num_atoms = int(module.num_atoms)
-        self.num_actions = int(module.action_space.n)
-        if self.num_atoms > 1:  # the module's support, computed as it computes it
-            z = np.arange(self.num_atoms, dtype=np.float32)
-            self.atoms = module.v_min + z * (module.v_max - module.v_min) / float(
-                self.num_atoms - 1
-            )
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        features = self.encoder(obs)
-        advantages = self.af(features)
-        if self.num_atoms > 1:
-            logits = advantages.reshape(len(advantages), self.num_actions, self.num_atoms)
-            if self.vf is not None:  # as the module: centred over the atoms, plus V
-                logits = logits - logits.mean(axis=-1, keepdims=True)
-                logits = logits + self.vf(features)[:, :, None]
-            exp = np.exp(logits - logits.max(axis=-1, keepdims=True))
-            probs = exp / exp.sum(axis=-1, keepdims=True)
-            return (probs * self.atoms).sum(axis=-1)
-        if self.vf is None:
-            return advantages
-        if np.isfinite(advantages).all():
-            mean = advantages.mean(axis=-1, keepdims=True)
-        else:  # as the torch module: a masked action's -inf left out of the mean
-            mean = np.nanmean(
-                np.nan_to_num(advantages, nan=0.0, neginf=np.nan), axis=-1, keepdims=True
-            )
-        return advantages - mean + self.vf(features)
-
-
-class NumpySACInference:
-    """The default SAC module's `_forward` (`pi_encoder`, then `pi`) in numpy."""
-
-    def __init__(self, module: Any, watched: _Sources) -> None:
-        if module._encode_obs.image:
-            raise _NotKnown
-        self.encoder = _mlp_encoder(module.pi_encoder, watched)
-        self.pi = NumpyHead(module.pi, watched)
-
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        return self.pi(self.encoder(obs))
 
 
 def has_hooks(module: nn.Module) -> bool:
@@ -215,9 +145,10 @@ def has_hooks(module: nn.Module) -> bool:
     return any(m._forward_hooks or m._forward_pre_hooks for m in module.modules())
 
 
-#: The class attribute by which a default module names the class of its numpy forward
-#: (`NumpyPPOInference`, `NumpyDQNInference`, `NumpySACInference`). Read from the module's
-#: own class only: a subclass, which may override the forward passes, runs them in torch.
+#: The class attribute by which a default module names the class of its numpy forward (a
+#: callable `(module, watched) -> forward`, `forward(obs rows) -> distribution inputs`, in the
+#: algorithm's folder). Read from the module's own class only: a subclass, which may override
+#: the forward passes, runs them in torch.
 NUMPY_FORWARD_CLASS = "numpy_forward_class"
 
 
@@ -234,7 +165,7 @@ class NumpyInference:
     def __init__(
         self,
         forward: Any,
-        watched: _Sources,
+        watched: WatchedParameters,
         in_dim: int,
         obs_shape: tuple[int, ...],
     ) -> None:
@@ -296,10 +227,10 @@ def numpy_inference(module: nn.Module) -> NumpyInference | None:
     build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
     if build is None or not module.inference_only or has_hooks(module):
         return None
-    watched = _Sources()
+    watched = WatchedParameters()
     try:
         forward = build(module, watched)
-    except _NotKnown:
+    except NotKnown:
         return None
     encoding = module._encode_obs
     return NumpyInference(forward, watched, int(encoding.dim), tuple(encoding.shape))

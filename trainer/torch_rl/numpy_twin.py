@@ -6,8 +6,10 @@ torch gradient step is per-operation dispatch (autograd's records, tensor wrappi
 optimizer's loops), not arithmetic; the numpy learners take the same step several times
 faster (`bench/learner.py --framework torch`). An algorithm whose numpy learner has the same
 networks as its default torch module can therefore compute the torch learner's update in
-numpy (`trainer.algorithms.ppo.numpy_update`, `trainer.algorithms.dqn.numpy_update`); this
-file keeps the two sides the same:
+numpy. Whether it does is the algorithm's own choice: its torch learner builds the update its
+folder defines (its `numpy_update` module: PPO and DQN have one) and says when that update
+serves (its own class, its default module, this file's `plain_adam`); nothing here lists the
+algorithms. This file keeps the two sides the same:
 
     torch parameters  ==  numpy module's flat parameters (one memory: each torch parameter's
                           data is a view of the numpy buffer, a weight matrix's `(in, out)`

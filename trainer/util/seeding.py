@@ -4,13 +4,14 @@
 |---|---|---|
 | the driver (`Algorithm._rng`) | `seed` | `compute_single_action`'s sampling |
 | the networks' initial weights | `seed` (a multi-agent or learner-only module: `module_seed`) | module construction |
-| PPO's learner | `[seed, 7]` | minibatch shuffling |
-| APPO's circular buffer | `[seed, 11]` | which train batch the learner takes next |
+| a part of an algorithm: PPO's learner, APPO's circular buffer | `[seed, word]` (`derived_stream`), the word its folder declares: 7, 11 | minibatch shuffling; which train batch the learner takes next |
 | an EnvRunner's actions | `[seed, worker_index]`, `[seed, worker_index, 1]` for evaluation | action sampling, exploration |
 | an EnvRunner's envs | `seed + 1000 * worker_index` (+500 for evaluation), sub-env i gets +i | `env.reset(seed=)` |
 
 Evaluation runners draw from streams of their own, so evaluating never shifts training's. The
-numbers are kept as they were first chosen: changing one changes every seeded result.
+numbers are kept as they were first chosen: changing one changes every seeded result. An
+algorithm's words are its folder's (next to the draws they seed), so this module names no
+algorithm; a new word is one no other part uses.
 """
 
 from __future__ import annotations
@@ -21,21 +22,18 @@ from typing import Any
 
 import numpy as np
 
-#: numpy SeedSequence entropy words that tell streams apart.
-_PPO_LEARNER_WORD = 7
-_CIRCULAR_BUFFER_WORD = 11
+#: The numpy SeedSequence entropy word that tells an EnvRunner's evaluation stream apart.
 _EVALUATION_WORD = 1
 #: Env seeds: runners 1000 apart, evaluation runners 500 above training ones.
 _ENV_SEEDS_PER_RUNNER = 1000
 _EVALUATION_ENV_OFFSET = 500
 
 
-def ppo_learner_stream(seed: int | None) -> list[int] | None:
-    return None if seed is None else [seed, _PPO_LEARNER_WORD]
-
-
-def circular_buffer_stream(seed: int | None) -> list[int] | None:
-    return None if seed is None else [seed, _CIRCULAR_BUFFER_WORD]
+def derived_stream(seed: int | None, word: int) -> list[int] | None:
+    """The entropy of a stream of one part of a run, told apart from the others by `word`
+    (a numpy SeedSequence entropy word the part declares): `[seed, word]`; None without a
+    seed."""
+    return None if seed is None else [seed, word]
 
 
 def runner_stream(seed: int | None, worker_index: int, evaluation: bool) -> list[int] | None:

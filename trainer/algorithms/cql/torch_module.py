@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import torch
 
+from trainer.algorithms.sac.numpy_inference import NumpySACInference
 from trainer.algorithms.sac.torch_module import (
     QF_PREDS,
     QF_TWIN_PREDS,
@@ -27,7 +28,6 @@ from trainer.algorithms.sac.torch_module import (
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.errors import UnsupportedValue
-from trainer.torch_rl.numpy_inference import NumpySACInference
 
 #: CQL's model-config keys (`CQLConfig._model_config_auto_includes`) and their defaults.
 CQL_MODEL_KEYS: dict[str, Any] = {**SAC_MODEL_KEYS, "num_actions": 10}

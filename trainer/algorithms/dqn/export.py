@@ -6,8 +6,8 @@ module (`num_atoms` > 1) is refused (`refuse_distributional`).
 
 from __future__ import annotations
 
+from trainer.algorithms.dqn.capabilities import DISTRIBUTIONAL_EXPORT
 from trainer.algorithms.dqn.q_module import QModule
-from trainer.capabilities import DISTRIBUTIONAL_EXPORT
 from trainer.core.policy_description import (
     DISTRIBUTION,
     ENCODER,

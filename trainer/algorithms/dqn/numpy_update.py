@@ -23,16 +23,17 @@ with torch's to rounding, not to the last bit.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from trainer.algorithms.dqn.dqn_learner import DQNLearner
+from trainer.algorithms.dqn.numpy_inference import NumpyDQNInference
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.dqn.torch_module import torch_names_of_numpy_parameters
 from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, UpdateResults
+from trainer.core.models import SpaceInfo
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TD_ERROR_KEY
-from trainer.torch_rl.numpy_inference import NumpyDQNInference
 from trainer.torch_rl.numpy_twin import (
     NumpyTwin,
     adam_like,
@@ -42,20 +43,39 @@ from trainer.torch_rl.numpy_twin import (
 )
 
 if TYPE_CHECKING:
-    from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
+    from trainer.algorithms.dqn.dqn import DQNConfig
+
+
+class TorchDQNLearner(Protocol):
+    """What the numpy update reads of the `DQNTorchLearner` it stands in for (the torch learner
+    imports this module, so it is not named here); the `numpy_twin` functions read the rest
+    (its optimizer, its module's parameters)."""
+
+    @property
+    def config(self) -> DQNConfig: ...
+
+    @property
+    def spaces(self) -> SpaceInfo: ...
+
+    @property
+    def rl_module(self) -> Any: ...
+
+    def apply_lr_schedule(self, num_env_steps_sampled_lifetime: int | None) -> None: ...
+
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None: ...
 
 
 class NumpyDQNUpdate:
     """A default `DQNTorchLearner`'s gradient step in numpy (see the module docstring):
     `NumpyDQNUpdate.of(learner)` builds one, or None where the learner trains in torch."""
 
-    def __init__(self, learner: DQNTorchLearner, numpy_learner: DQNLearner, twin: NumpyTwin):
+    def __init__(self, learner: TorchDQNLearner, numpy_learner: DQNLearner, twin: NumpyTwin):
         self.learner = learner
         self.numpy_learner = numpy_learner
         self.twin = twin
 
     @classmethod
-    def of(cls, learner: DQNTorchLearner) -> NumpyDQNUpdate | None:
+    def of(cls, learner: TorchDQNLearner) -> NumpyDQNUpdate | None:
         module = learner.rl_module
         if not is_default_mlp_module(learner, NumpyDQNInference) or not module.has_default_parts():
             return None

@@ -50,9 +50,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.algorithms.dqn.capabilities import DQN_VARIANTS
 from trainer.algorithms.dqn.catalog import DQN_MODEL_KEYS, DQNCatalog, split_model_config
+from trainer.algorithms.dqn.numpy_inference import NumpyDQNInference
 from trainer.algorithms.dqn.q_module import QModule
-from trainer.capabilities import DQN_VARIANTS
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
 from trainer.core.model_configs import ENCODER_OUT
@@ -68,7 +69,6 @@ from trainer.torch_rl.networks import (
     encoder_factory,
     encoder_output_dim,
 )
-from trainer.torch_rl.numpy_inference import NumpyDQNInference
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
 
@@ -129,7 +129,7 @@ class DefaultDQNTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     `qf_target_next_preds` for a batch with `obs` and `next_obs`."""
 
     #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
-    #: (`trainer.torch_rl.numpy_inference`).
+    #: (`trainer.algorithms.dqn.numpy_inference`).
     numpy_forward_class = NumpyDQNInference
     #: The function that describes this module's networks for the policy export
     #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).

@@ -16,12 +16,12 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from trainer.algorithms.sac.numpy_inference import NumpySACInference
 from trainer.algorithms.sac.torch_module import DefaultSACTorchRLModule
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.networks import MLPHead
-from trainer.torch_rl.numpy_inference import NumpySACInference
 
 #: RLlib's IQL forward-pass keys (`ray.rllib.algorithms.iql.iql_learner`).
 QF_TARGET_PREDS = "qf_target_preds"

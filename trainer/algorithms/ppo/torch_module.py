@@ -46,6 +46,7 @@ import torch
 from torch import nn
 
 from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.ppo.numpy_inference import NumpyPPOInference
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.action_layout import is_composite_action_space
@@ -62,7 +63,6 @@ from trainer.torch_rl.networks import (
     RecurrentActorCriticEncoder,
     encoder_factory,
 )
-from trainer.torch_rl.numpy_inference import NumpyPPOInference
 from trainer.torch_rl.rl_module import TorchRLModule
 
 #: What the module reads of its encoder (`PPOCatalog.build_actor_critic_encoder`'s), without and
@@ -126,7 +126,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
     defaulted as for the numpy modules (`trainer.core.models.check_model_config`)."""
 
     #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
-    #: (`trainer.torch_rl.numpy_inference`).
+    #: (`trainer.algorithms.ppo.numpy_inference`).
     numpy_forward_class = NumpyPPOInference
     #: The function that describes this module's networks for the policy export
     #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).

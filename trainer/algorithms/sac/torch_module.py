@@ -44,7 +44,7 @@ Gaussian is not a diagonal Gaussian).
 The EnvRunners act through `TorchModuleView` with the numpy module's distributions
 (`numpy_action_dists`): `SquashedGaussian` (tanh of a Gaussian draw; `explore=False`: tanh of
 the mean) and `Categorical`, drawn with the runner's seeded numpy generator, and compute the
-policy's outputs in numpy (`trainer.torch_rl.numpy_inference.NumpySACInference`).
+policy's outputs in numpy (`trainer.algorithms.sac.numpy_inference.NumpySACInference`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.algorithms.sac.numpy_inference import NumpySACInference
 from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
@@ -76,7 +77,6 @@ from trainer.torch_rl.networks import (  # (the activations and gains of TorchML
     ObservationEncoding,
     encoder_factory,
 )
-from trainer.torch_rl.numpy_inference import NumpySACInference
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
 
@@ -183,7 +183,7 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     `forward_target(batch)` the same from the target critics."""
 
     #: The EnvRunners' forward pass of this class (not of a subclass) in numpy
-    #: (`trainer.torch_rl.numpy_inference`).
+    #: (`trainer.algorithms.sac.numpy_inference`).
     numpy_forward_class = NumpySACInference
     #: The function that describes this module's networks for the policy export
     #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
