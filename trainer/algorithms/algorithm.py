@@ -118,7 +118,7 @@ from trainer.util.state_checks import (
 )
 
 if TYPE_CHECKING:
-    from trainer.env.env_runner import EnvRunner
+    from trainer.runners.env_runner import EnvRunner
 
 logger = logging.getLogger("trainer")
 

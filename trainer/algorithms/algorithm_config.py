@@ -16,14 +16,16 @@ checks are in its own folder.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainer.algorithms.config.api_stack import API_STACK_SETTINGS, APIStackSection
 from trainer.algorithms.config.base import (
     ALL_OR_NOTHING_METHODS as ALL_OR_NOTHING_METHODS,
 )
 from trainer.algorithms.config.base import NotProvided as NotProvided
+from trainer.algorithms.config.base import algorithm_registry
 from trainer.algorithms.config.base import deep_updated as deep_updated
 from trainer.algorithms.config.base import is_grid_search as is_grid_search
 from trainer.algorithms.config.base import is_search_space as is_search_space
@@ -60,17 +62,47 @@ from trainer.algorithms.config.rllib_names import (
 from trainer.algorithms.config.state import StateSection
 from trainer.algorithms.config.training import OPTIMIZER_KEYS as OPTIMIZER_KEYS
 from trainer.algorithms.config.training import TRAINING_SETTINGS, TrainingSection
-from trainer.algorithms.registry import ALGORITHM_NAMES
-from trainer.algorithms.settings import Setting, document_builders
+from trainer.algorithms.settings import Setting, declared_settings, document_builders
 from trainer.callbacks import RLlibCallback
 from trainer.compat.old_names import OldConfigNames
 from trainer.errors import ConfigError as ConfigError
 from trainer.errors import UnknownSettingError as UnknownSettingError
 
 if TYPE_CHECKING:
-    from trainer.algorithms.algorithm import Algorithm
     from trainer.core.multi_rl_module import MultiRLModuleSpec
     from trainer.core.rl_module import RLModuleSpec
+
+
+class BuiltAlgorithm(Protocol):
+    """What a config builds (`build()`, of its `algo_class`), as far as the config names it:
+    the `Algorithm` and every algorithm's class fit it. The algorithm module imports this one
+    (an Algorithm is made from its config), so the class itself is not named here."""
+
+    def __init__(
+        self, config: AlgorithmConfig | dict | None = None, env: Any = None, **kwargs: Any
+    ) -> None: ...
+
+    @property
+    def config(self) -> AlgorithmConfig: ...
+
+    @property
+    def iteration(self) -> int: ...
+
+    def train(self) -> dict: ...
+
+    def evaluate(self, parallel_train_future: Any = None) -> dict: ...
+
+    def get_module(self, module_id: str = ...) -> Any: ...
+
+    def save_to_path(self, path: str | os.PathLike | None = None) -> str: ...
+
+    def restore_from_path(self, path: str | os.PathLike) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> BuiltAlgorithm: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
 
 
 class AlgorithmConfig(
@@ -102,8 +134,8 @@ class AlgorithmConfig(
     """
 
     #: name -> Setting(default, check, builder method, doc): the settings table
-    #: (`trainer.algorithms.settings`), each section's part in its module. Subclasses add
-    #: theirs in `_ALGO_SETTINGS`.
+    #: (`trainer.algorithms.settings`), each section's part in its module. Subclasses declare
+    #: theirs in their class body (`setting(...)`), collected into `_ALGO_SETTINGS`.
     _BASE_SETTINGS: dict[str, Setting] = {
         **ENVIRONMENT_SETTINGS,
         **ENV_RUNNERS_SETTINGS,
@@ -127,7 +159,7 @@ class AlgorithmConfig(
         **OFFLINE_DATA_SETTINGS,
     }
 
-    def __init__(self, algo_class: type[Algorithm] | None = None):
+    def __init__(self, algo_class: type[BuiltAlgorithm] | None = None):
         object.__setattr__(self, "_frozen", False)
         #: (setting, repr of the value) of each UnusualSettingWarning emitted: once per config
         #: (and its copies), not per call.
@@ -160,6 +192,12 @@ class AlgorithmConfig(
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        # The settings its body declares (`lambda_: float = setting(...)`) join its table, after
+        # its parent's; training() takes them (and lists them in its signature).
+        declared = declared_settings(cls)
+        if declared:
+            cls._ALGO_SETTINGS = {**cls._ALGO_SETTINGS, **declared}
+        cls._give_training_its_settings(bool(declared))
         document_builders(cls)  # each builder's docstring lists this class's settings
 
     def validate(self) -> None:
@@ -178,13 +216,13 @@ class AlgorithmConfig(
         self._validate_multi_agent(name)
         self._validate_offline_data(name)
 
-    def build(self, env: Any = None) -> Algorithm:
+    def build(self, env: Any = None) -> BuiltAlgorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included)."""
         return self.build_algo(env)
 
     def build_algo(
         self, env: Any = None, logger_creator: Any = None, use_copy: bool = True
-    ) -> Algorithm:
+    ) -> BuiltAlgorithm:
         """Validates the config and builds its Algorithm (EnvRunner processes included).
         `logger_creator` is Tune's (stored, without effect here); the Algorithm always works
         on a frozen copy of this config, whatever `use_copy` says."""
@@ -193,9 +231,10 @@ class AlgorithmConfig(
         if logger_creator is not None:
             self.debugging(logger_creator=logger_creator)
         if self.algo_class is None:
+            names = algorithm_registry().ALGORITHM_NAMES
             raise ConfigError(
                 f"{type(self).__name__} has no algorithm class to build; use an "
-                f"algorithm's config ({', '.join(f'{name}Config' for name in ALGORITHM_NAMES)})"
+                f"algorithm's config ({', '.join(f'{name}Config' for name in names)})"
             )
         return self.algo_class(config=self)
 

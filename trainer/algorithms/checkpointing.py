@@ -33,7 +33,7 @@ import os
 import tempfile
 import time
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import cloudpickle
 
@@ -88,8 +88,31 @@ from trainer.core.rl_module import RLModuleAPI, RLModuleSpec, validate_module_id
 from trainer.core.spaces import space_to_dict
 from trainer.util.state_checks import StateError
 
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm import Algorithm
+
+class SavedAlgorithm(Protocol):
+    """What the functions here read of the Algorithm they save and load (the algorithm module
+    imports this one, so it is not named here): its config and learner (whose modules are
+    saved, checked and loaded), its counters and its state."""
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def learner(self) -> Any: ...
+
+    @property
+    def iteration(self) -> int: ...
+
+    @property
+    def num_env_steps_sampled_lifetime(self) -> int: ...
+
+    def get_state(self) -> dict: ...
+
+    def check_state(self, state: dict) -> None: ...
+
+
+#: The algorithm `load_class_and_config`'s caller names as the base of the class it loads.
+_Algorithm = TypeVar("_Algorithm")
 
 
 def runner_states(state: dict, prefix: str) -> dict[int, dict]:
@@ -161,13 +184,13 @@ def describe_learner_modules(module: Any) -> tuple[dict, dict[str, list[int]]]:
     return spaces, shapes
 
 
-def default_checkpoint_path(algorithm: Algorithm) -> str:
+def default_checkpoint_path(algorithm: SavedAlgorithm) -> str:
     """A new directory in the system's temporary folder (RLlib's behaviour for path=None)."""
     return tempfile.mkdtemp(prefix=f"localrl_{type(algorithm).__name__}_checkpoint_")
 
 
 def save_algorithm(
-    algorithm: Algorithm,
+    algorithm: SavedAlgorithm,
     path: str | os.PathLike | None,
     *,
     state: dict | None = None,
@@ -193,13 +216,13 @@ MODULE_CHECKPOINTS_KEY = "module_checkpoints"
 MULTI_DIGEST_KEY = "multi_rl_module_metadata_sha256"
 
 
-def _trains_modules_jointly(algorithm: Any) -> bool:
+def _trains_modules_jointly(algorithm: SavedAlgorithm) -> bool:
     """Whether the algorithm's one learner trains a whole MultiRLModule (its state's "module"
     is every module's weights by "<module_id>.<key>"), not one learner per module."""
     return bool(getattr(algorithm.learner, "is_multi_module", False))
 
 
-def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any]:
+def learner_module_weights(algorithm: SavedAlgorithm, learner_state: dict) -> dict[str, Any]:
     """{module_id: weights} of the learner's modules in a learner state (single-agent: the one
     module under "default_policy")."""
     if _trains_modules_jointly(algorithm):
@@ -217,7 +240,7 @@ def learner_module_weights(algorithm: Any, learner_state: dict) -> dict[str, Any
     return {DEFAULT_MODULE_ID: learner_state["module"]}
 
 
-def _with_module_weights(algorithm: Any, learner_state: dict, weights: dict) -> None:
+def _with_module_weights(algorithm: SavedAlgorithm, learner_state: dict, weights: dict) -> None:
     """Puts the module checkpoints' `weights` ({module_id: weights}) back into a learner state
     read without them (see `learner_module_weights`)."""
     if _trains_modules_jointly(algorithm):
@@ -234,7 +257,7 @@ def _with_module_weights(algorithm: Any, learner_state: dict, weights: dict) -> 
             target["module"] = module_weights
 
 
-def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
+def learner_modules_as_multi_rl_module(algorithm: SavedAlgorithm) -> Any:
     """The learner's modules in one `MultiRLModule` (the very module objects; nothing is
     copied), as RLlib's learner holds them: a learner that trains a whole MultiRLModule holds
     it already (its own class, which a module checkpoint names)."""
@@ -248,7 +271,7 @@ def learner_modules_as_multi_rl_module(algorithm: Any) -> Any:
     return multi
 
 
-def _without_module_weights(algorithm: Any, learner_state: dict) -> dict:
+def _without_module_weights(algorithm: SavedAlgorithm, learner_state: dict) -> dict:
     """The learner state less the modules' weights (those are in the module checkpoints)."""
     if algorithm.config.is_multi_agent and not _trains_modules_jointly(algorithm):
         return {
@@ -258,7 +281,7 @@ def _without_module_weights(algorithm: Any, learner_state: dict) -> dict:
     return {key: value for key, value in learner_state.items() if key != "module"}
 
 
-def _module_writer(algorithm: Any, state: dict, metadata: dict) -> Any:
+def _module_writer(algorithm: SavedAlgorithm, state: dict, metadata: dict) -> Any:
     """Writes `learner_group/learner/rl_module` (see the module docstring) into a checkpoint's
     temporary directory, and records in `metadata` (before it is written) the SHA-256 of each
     module checkpoint's metadata.json, which checksums that module's files: the algorithm's
@@ -290,7 +313,7 @@ def _digest_of(file_path: str) -> str:
         return file_digest(handle.read())
 
 
-def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
+def _save_locally(algorithm: SavedAlgorithm, path: str, state: dict | None) -> str:
     if state is None:
         state = algorithm.get_state()
     else:
@@ -365,7 +388,7 @@ def _save_locally(algorithm: Any, path: str, state: dict | None) -> str:
     return written
 
 
-def check_compatible(algorithm: Algorithm, checkpoint: Checkpoint) -> None:
+def check_compatible(algorithm: SavedAlgorithm, checkpoint: Checkpoint) -> None:
     """Raises `CheckpointError` unless the checkpoint is of this algorithm, its spaces and its
     network shapes."""
     meta = checkpoint.metadata
@@ -425,7 +448,7 @@ def open_algorithm_checkpoint(path: str) -> Checkpoint:
     return checkpoint
 
 
-def load_algorithm_state(algorithm: Algorithm, checkpoint: Checkpoint) -> dict:
+def load_algorithm_state(algorithm: SavedAlgorithm, checkpoint: Checkpoint) -> dict:
     """Every component's state from a verified checkpoint, after the compatibility checks."""
     check_compatible(algorithm, checkpoint)
     for component in REQUIRED_COMPONENTS:
@@ -515,10 +538,10 @@ def pickle_signature(checkpoint: Checkpoint) -> SignatureCheck:
 def load_class_and_config(
     checkpoint: Checkpoint,
     *,
-    algorithm_base: type[Algorithm],
+    algorithm_base: type[_Algorithm],
     config_base: type,
     allow_pickle: bool = False,
-) -> tuple[type[Algorithm], Any]:
+) -> tuple[type[_Algorithm], Any]:
     """The algorithm class and config a checkpoint was saved with. As RLlib does, from the
     pickled `class_and_config.pkl` (it carries lambdas and classes defined in `__main__`) when
     its signature verifies with this user's key (a checkpoint this user saved or trusted), or
@@ -560,7 +583,7 @@ def load_class_and_config(
         ) from None
 
 
-def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type[Algorithm], Any]:
+def unpickle_class_and_config(checkpoint: Checkpoint) -> tuple[type, Any]:
     data = checkpoint.class_and_config_bytes()
     try:
         algorithm_class, config = cloudpickle.loads(data)
@@ -617,7 +640,7 @@ def resolve_component_path(path: str, component: str) -> str:
     return path
 
 
-def read_module_states(algorithm: Any, path: str, component: str) -> dict[Any, dict]:
+def read_module_states(algorithm: SavedAlgorithm, path: str, component: str) -> dict[Any, dict]:
     """{module_id: weights} that `restore_from_path(path, component=component)` loads: one
     module ("learner_group/learner/rl_module/<module_id>") or every module both the checkpoint
     and the algorithm's learner hold ("learner_group/learner/rl_module"). Each is checked
@@ -737,12 +760,12 @@ def _state_for_module(module: Any, checkpoint: Any, state: Any, path: str, name:
         ) from None
 
 
-def _learner_module_ids(algorithm: Any) -> list[Any]:
+def _learner_module_ids(algorithm: SavedAlgorithm) -> list[Any]:
     module = algorithm.learner.module
     return list(module.keys()) if hasattr(module, "keys") else [DEFAULT_MODULE_ID]
 
 
-def configured_module_states(algorithm: Any) -> dict[Any, dict]:
+def configured_module_states(algorithm: SavedAlgorithm) -> dict[Any, dict]:
     """{module_id: weights} the config's module specs ask to load when the learners are built
     (RLlib's `LearnerGroup.load_module_state`): the MultiRLModuleSpec's `load_state_path`
     (every module it and the learners hold, or its `modules_to_load`), then each

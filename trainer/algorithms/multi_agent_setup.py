@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import copy
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
 
 import gymnasium as gym
 
@@ -29,8 +30,10 @@ from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.errors import ConfigError
 from trainer.util.checks import callable_taking
 
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
+    from typing_extensions import Self
 
 
 class _DefaultPolicyMapping:
@@ -204,10 +207,45 @@ def _is_default_torch_module(module_class: type | None) -> bool:
     return bool(getattr(module_class, "reads_default_model_config_only", False))
 
 
+class MultiAgentConfig(Protocol):
+    """What `MultiAgentSetup` reads of a config (an `AlgorithmConfig`, whose multi-agent section
+    makes the setup: the config imports this module, so it names no config class). The
+    policies' spaces also fall back on its `observation_space` / `action_space`, read by
+    name."""
+
+    @property
+    def policies(self) -> dict[str, PolicySpec]: ...
+
+    @property
+    def policy_mapping_fn(self) -> Callable[..., Any]: ...
+
+    @property
+    def policies_to_train(self) -> Collection[str] | Callable[..., bool] | None: ...
+
+    @property
+    def uses_torch(self) -> bool: ...
+
+    @property
+    def model_config(self) -> dict: ...
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]: ...
+
+    def copy(self) -> Self: ...
+
+    def update_from_dict(self, config_dict: dict[str, Any]) -> Self: ...
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec: ...
+
+    def default_module_class(self) -> type: ...
+
+    def default_torch_module_class(self) -> type: ...
+
+
 class MultiAgentSetup:
     """A config's policies made complete: their spaces, configs and module specs."""
 
-    def __init__(self, config: AlgorithmConfig):
+    def __init__(self, config: MultiAgentConfig):
         self.config = config
 
     def policies(
@@ -390,6 +428,7 @@ class MultiAgentSetup:
 
 __all__ = [
     "DEFAULT_POLICY_MAPPING",
+    "MultiAgentConfig",
     "MultiAgentSetup",
     "as_policy_specs",
     "check_multi_rl_module_spec",

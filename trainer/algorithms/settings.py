@@ -9,6 +9,12 @@ method that sets it and a one-line doc. It is the single source of all four:
   (`python -m trainer settings` prints the tables; `python -m trainer.cli.settings_page`
   writes docs/settings.md, and a test keeps that page equal to the render).
 
+An algorithm's config declares each of its own settings once, in its class body, with its type:
+`lambda_: float = setting(1.0, finite_number, "GAE's lambda")` (`setting`); the class's creation
+moves the declarations into its table (`_ALGO_SETTINGS`, `declared_settings`), and the shared
+`training()` takes them as keywords (`TrainingSection.training`). The sections of
+`AlgorithmConfig` give theirs as tables (`settings_of`).
+
 A check returns None when the value is fine, else what is allowed (`trainer.util.checks`).
 A setting may also name its usual range (`UsualRange`): a value the check allows outside it
 (`gamma=1.5`: RLlib takes it, and so does this trainer) is taken with one
@@ -20,10 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
+from typing import Any, NamedTuple, Protocol
 
 
 class UnusualSettingWarning(UserWarning):
@@ -55,6 +58,18 @@ class Setting(NamedTuple):
     usual: UsualRange | None = None
 
 
+class ConfigClass(Protocol):
+    """What the functions here read of a config class (`AlgorithmConfig` or an algorithm's
+    config, given as `type[ConfigClass]`): its settings table and its changed defaults. The
+    config classes import this module, so it names none of them."""
+
+    _ALGO_SETTINGS: dict[str, Setting]
+    _DEFAULT_OVERRIDES: dict[str, Any]
+
+    @classmethod
+    def _settings(cls) -> dict[str, Setting]: ...
+
+
 def settings_of(method: str, settings: dict[str, tuple[Any, ...]]) -> dict[str, Setting]:
     """`{name: Setting}` for the settings of one builder method, given as
     `name: (default, check, doc)` or `name: (default, check, doc, UsualRange)`."""
@@ -62,6 +77,39 @@ def settings_of(method: str, settings: dict[str, tuple[Any, ...]]) -> dict[str, 
         name: Setting(spec[0], spec[1], method, spec[2], spec[3] if len(spec) > 3 else None)
         for name, spec in settings.items()
     }
+
+
+def setting(
+    default: Any,
+    check: Callable[[Any], str | None],
+    doc: str,
+    *,
+    usual: UsualRange | None = None,
+) -> Any:
+    """One of an algorithm config's own settings of `training()`, declared in its class body with
+    its type: `lambda_: float = setting(1.0, finite_number, "GAE's lambda", usual=...)`.
+
+    Typed Any, so that the annotation is at once the attribute's type (for mypy and
+    `typing.get_type_hints`) and the declaration; the class's creation takes the declaration
+    off the class into its settings table (`declared_settings`)."""
+    return Setting(default, check, "training", doc, usual)
+
+
+def declared_settings(config_cls: type) -> dict[str, Setting]:
+    """The settings `config_cls`'s own body declares with `setting(...)`, in their order, taken
+    off the class: each config sets them on itself from the table (`AlgorithmConfig.__init__`).
+    A new setting needs its type declared (an annotation here or on a parent class)."""
+    declared = {
+        name: value for name, value in vars(config_cls).items() if isinstance(value, Setting)
+    }
+    for name in declared:
+        delattr(config_cls, name)
+        if not any(name in inspect.get_annotations(cls) for cls in config_cls.__mro__):
+            raise TypeError(
+                f"{config_cls.__name__}.{name} = setting(...) declares no type: write "
+                f"`{name}: <type> = setting(...)`"
+            )
+    return declared
 
 
 def unusual_value_message(config_name: str, name: str, value: Any, setting: Setting) -> str | None:
@@ -111,7 +159,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def defaults_of(config_cls: type[AlgorithmConfig]) -> dict[str, Any]:
+def defaults_of(config_cls: type[ConfigClass]) -> dict[str, Any]:
     """Each setting's default in `config_cls` (its `_DEFAULT_OVERRIDES` applied)."""
     overrides = config_cls._DEFAULT_OVERRIDES
     return {
@@ -121,7 +169,7 @@ def defaults_of(config_cls: type[AlgorithmConfig]) -> dict[str, Any]:
 
 
 def builder_doc(
-    config_cls: type[AlgorithmConfig], method: str, intro: str, defaults: dict[str, Any]
+    config_cls: type[ConfigClass], method: str, intro: str, defaults: dict[str, Any]
 ) -> str:
     """The docstring of `config_cls.<method>`: `intro`, then its settings with this class's
     `defaults` (`defaults_of(config_cls)`)."""
@@ -136,7 +184,7 @@ def builder_doc(
     return f"{intro}\n\nSettings ({config_cls.__name__} defaults):\n" + "\n".join(lines)
 
 
-def document_builders(config_cls: type[AlgorithmConfig]) -> None:
+def document_builders(config_cls: type[ConfigClass]) -> None:
     """Gives `config_cls` builder methods whose docstrings list its own settings and defaults
     (a thin wrapper where the method is inherited, so the parent's docstring stays its own)."""
     defaults = defaults_of(config_cls)
@@ -148,13 +196,16 @@ def document_builders(config_cls: type[AlgorithmConfig]) -> None:
         own: Any = config_cls.__dict__.get(method)
         intro = getattr(func, "__intro__", None) or func.__doc__ or ""
         if own is None:
-            own = _inherited(func)
+            own = inherited(func)
             setattr(config_cls, method, own)
         own.__intro__ = intro
         own.__doc__ = builder_doc(config_cls, method, intro, defaults)
 
 
-def _inherited(func: Callable) -> Callable:
+def inherited(func: Callable) -> Any:
+    """A thin wrapper of the inherited builder method `func`, to take this class's docstring
+    (and signature) without changing the parent's."""
+
     @functools.wraps(func)
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         return func(self, *args, **kwargs)
@@ -163,7 +214,7 @@ def _inherited(func: Callable) -> Callable:
 
 
 def markdown(
-    config_cls: type[AlgorithmConfig],
+    config_cls: type[ConfigClass],
     *,
     methods: tuple[str, ...] = BUILDER_METHODS,
     only: Callable[[str], bool] = lambda name: True,
@@ -203,7 +254,7 @@ def _changed_default(name: str, value: Any, settings: dict) -> str:
     return f"`{name}={_shown(value)}`"
 
 
-def readme_tables(base: type[AlgorithmConfig], algorithms: Sequence[type[AlgorithmConfig]]) -> str:
+def readme_tables(base: type[ConfigClass], algorithms: Sequence[type[ConfigClass]]) -> str:
     """The tables of the docs' settings page: the shared settings (with `base`'s defaults),
     then each of `algorithms`' own settings and changed defaults. The caller names the
     classes, so that this table format imports no config."""

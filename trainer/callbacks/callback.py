@@ -11,20 +11,26 @@ are per-runner state.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from trainer.compat.old_callbacks import warn_once
 
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from trainer.algorithms.algorithm import Algorithm
-    from trainer.env.env_runner import EnvRunner
     from trainer.env.envs import EnvContext
     from trainer.env.episode import SingleAgentEpisode
     from trainer.env.multi_agent_episode import MultiAgentEpisode
     from trainer.metrics.metrics_logger import MetricsLogger
-    from trainer.runners.env_runner_group import EnvRunnerGroup
+
+#: The objects that fire the events, as the hooks' arguments name them: the `Algorithm`, an
+#: `EnvRunner` and the `EnvRunnerGroup`. They sit above this layer (each imports it), so their
+#: classes are not imported here, not even for the type checker; and they are `Any`, not a
+#: protocol, so that a callback may annotate its override's argument with the class itself
+#: (`algorithm: Algorithm`), as RLlib's callbacks do.
+AlgorithmArgument: TypeAlias = Any
+EnvRunnerArgument: TypeAlias = Any
+EnvRunnerGroupArgument: TypeAlias = Any
 
 #: Events fired in the main process, on the Algorithm.
 ALGORITHM_EVENTS = (
@@ -62,7 +68,11 @@ class RLlibCallback:
     # Algorithm-bound events (main process).
     # ----------------------------------------------------------------------------------------
     def on_algorithm_init(
-        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+        self,
+        *,
+        algorithm: AlgorithmArgument,
+        metrics_logger: MetricsLogger | None = None,
+        **kwargs: Any,
     ) -> None:
         """Fires once, at the end of `Algorithm.__init__`, after the EnvRunners are up and the
         first weights were sent to them. May change the algorithm (for example set weights)."""
@@ -70,7 +80,7 @@ class RLlibCallback:
     def on_train_result(
         self,
         *,
-        algorithm: Algorithm,
+        algorithm: AlgorithmArgument,
         metrics_logger: MetricsLogger | None = None,
         result: dict,
         **kwargs: Any,
@@ -79,14 +89,18 @@ class RLlibCallback:
         May mutate `result` in place: the caller sees the changes."""
 
     def on_evaluate_start(
-        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+        self,
+        *,
+        algorithm: AlgorithmArgument,
+        metrics_logger: MetricsLogger | None = None,
+        **kwargs: Any,
     ) -> None:
         """Fires at the start of `Algorithm.evaluate()`, before evaluation EnvRunners sample."""
 
     def on_evaluate_end(
         self,
         *,
-        algorithm: Algorithm,
+        algorithm: AlgorithmArgument,
         metrics_logger: MetricsLogger | None = None,
         evaluation_metrics: dict,
         **kwargs: Any,
@@ -95,7 +109,11 @@ class RLlibCallback:
         changes show in the returned results."""
 
     def on_evaluate_offline_start(
-        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+        self,
+        *,
+        algorithm: AlgorithmArgument,
+        metrics_logger: MetricsLogger | None = None,
+        **kwargs: Any,
     ) -> None:
         """Fires at the start of `Algorithm.evaluate_offline()` (an offline algorithm's loss on
         recorded data, `evaluation(offline_evaluation_interval=...)`)."""
@@ -103,7 +121,7 @@ class RLlibCallback:
     def on_evaluate_offline_end(
         self,
         *,
-        algorithm: Algorithm,
+        algorithm: AlgorithmArgument,
         metrics_logger: MetricsLogger | None = None,
         evaluation_metrics: dict,
         **kwargs: Any,
@@ -114,8 +132,8 @@ class RLlibCallback:
     def on_env_runners_recreated(
         self,
         *,
-        algorithm: Algorithm,
-        env_runner_group: EnvRunnerGroup | None,
+        algorithm: AlgorithmArgument,
+        env_runner_group: EnvRunnerGroupArgument | None,
         env_runner_indices: list[int],
         is_evaluation: bool,
         **kwargs: Any,
@@ -125,7 +143,11 @@ class RLlibCallback:
         `env_runner_group` is None for a recovery while the group is still being built."""
 
     def on_checkpoint_loaded(
-        self, *, algorithm: Algorithm, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+        self,
+        *,
+        algorithm: AlgorithmArgument,
+        metrics_logger: MetricsLogger | None = None,
+        **kwargs: Any,
     ) -> None:
         """Fires after `restore_from_path` / `from_checkpoint` loaded a checkpoint's state into
         the algorithm and pushed it to every EnvRunner. Not fired by saving. `metrics_logger`
@@ -137,7 +159,7 @@ class RLlibCallback:
     def on_environment_created(
         self,
         *,
-        env_runner: EnvRunner,
+        env_runner: EnvRunnerArgument,
         metrics_logger: MetricsLogger | None = None,
         env: gym.vector.VectorEnv,
         env_context: EnvContext,
@@ -150,7 +172,7 @@ class RLlibCallback:
         self,
         *,
         episode: SingleAgentEpisode | MultiAgentEpisode,
-        env_runner: EnvRunner | None = None,
+        env_runner: EnvRunnerArgument | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
         rl_module: Any = None,
@@ -166,7 +188,7 @@ class RLlibCallback:
         self,
         *,
         episode: SingleAgentEpisode | MultiAgentEpisode,
-        env_runner: EnvRunner | None = None,
+        env_runner: EnvRunnerArgument | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
         rl_module: Any = None,
@@ -180,7 +202,7 @@ class RLlibCallback:
         self,
         *,
         episode: SingleAgentEpisode | MultiAgentEpisode,
-        env_runner: EnvRunner | None = None,
+        env_runner: EnvRunnerArgument | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
         rl_module: Any = None,
@@ -197,7 +219,7 @@ class RLlibCallback:
         *,
         episode: SingleAgentEpisode | MultiAgentEpisode,
         prev_episode_chunks: list[SingleAgentEpisode] | list[MultiAgentEpisode] | None = None,
-        env_runner: EnvRunner | None = None,
+        env_runner: EnvRunnerArgument | None = None,
         metrics_logger: MetricsLogger | None = None,
         env: gym.Env | None = None,
         rl_module: Any = None,
@@ -211,7 +233,7 @@ class RLlibCallback:
     def on_sample_end(
         self,
         *,
-        env_runner: EnvRunner | None = None,
+        env_runner: EnvRunnerArgument | None = None,
         metrics_logger: MetricsLogger | None = None,
         samples: list[SingleAgentEpisode] | list[MultiAgentEpisode],
         **kwargs: Any,

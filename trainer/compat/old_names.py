@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from trainer.util.deprecation import warn_once
 
-if TYPE_CHECKING:
-    from trainer.env.env_runner import EnvRunner
-    from trainer.runners.env_runner_group import EnvRunnerGroup
+# The mixins sit below the classes they attach to (each imports this module): what they use of
+# them is declared on each mixin for the type checker, the objects the mixins only hand on as
+# `Any`.
 
 
 class OldAlgorithmNames:
     if TYPE_CHECKING:  # what the mixin uses of `Algorithm`
-        env_runner_group: EnvRunnerGroup
+        env_runner_group: Any  # its EnvRunnerGroup
 
         def save_to_path(self, path: str | os.PathLike | None = None) -> str: ...
 
@@ -64,7 +64,7 @@ class OldConfigNames:
 
 class OldEnvRunnerGroupNames:
     if TYPE_CHECKING:  # what the mixin uses of `EnvRunnerGroup`
-        local_env_runner: EnvRunner | None
+        local_env_runner: Any  # its local EnvRunner, or None
 
         def foreach_env_runner(
             self,

@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 
@@ -42,13 +42,11 @@ from trainer.core.catalog import check_catalog_class
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import UnsupportedValue
 
-if TYPE_CHECKING:
-    from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
-
 #: What RLlib's RLModule API hands out or calls that sits above this module in `trainer.core`
 #: (each imports this one): the MultiRLModule a module wraps itself in (`as_multi_rl_module`),
 #: its spec (`as_multi_rl_module_spec`), and the module checkpoints that save and load modules.
-#: Named by import path.
+#: Named by import path (and typed here as what this module knows: an `RLModule`, and `Any`
+#: for the spec).
 MULTI_RL_MODULE = "trainer.core.multi_rl_module:MultiRLModule"
 MULTI_RL_MODULE_SPEC = "trainer.core.multi_rl_module:MultiRLModuleSpec"
 MODULE_CHECKPOINT = "trainer.core.module_checkpoint"
@@ -231,7 +229,7 @@ class RLModuleSpec:
             catalog_class=_class_of(d.get("catalog_class")),
         )
 
-    def as_multi_rl_module_spec(self) -> MultiRLModuleSpec:
+    def as_multi_rl_module_spec(self) -> Any:
         """A `MultiRLModuleSpec` holding this spec under "default_policy"."""
         return resolve_import_path(MULTI_RL_MODULE_SPEC)(
             rl_module_specs={DEFAULT_MODULE_ID: self}, load_state_path=self.load_state_path
@@ -291,7 +289,7 @@ class RLModuleAPI:
         """The module itself (RLlib unwraps distributed wrappers here; there are none)."""
         return self
 
-    def as_multi_rl_module(self) -> MultiRLModule:
+    def as_multi_rl_module(self) -> RLModule:
         """A `MultiRLModule` holding this module under "default_policy" (this very
         instance, with its weights)."""
         multi = resolve_import_path(MULTI_RL_MODULE)(

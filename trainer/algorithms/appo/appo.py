@@ -6,25 +6,27 @@ asynchronous training step (trainer/algorithms/impala/impala.py) with APPO's lea
 
 from __future__ import annotations
 
-import sys
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import ConfigError, NotProvided
-from trainer.algorithms.appo.appo_learner import APPOLearner
+from trainer.algorithms.algorithm_config import ConfigError
 from trainer.algorithms.impala.impala import IMPALA, IMPALAConfig
 from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import OLD_STACK, NoEffect
 from trainer.core.models import MODEL_DEFAULTS
 from trainer.torch_rl import require_torch
 from trainer.util import seeding
 from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
+from trainer.util.import_paths import resolve_import_path
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
+#: APPO's numpy learner, named by its import path: it reads its settings off an `APPOConfig` (it
+#: imports this module), so this module does not import it.
+NUMPY_LEARNER = "trainer.algorithms.appo.appo_learner:APPOLearner"
+
+#: The entropy word of the circular buffer's stream (`seeding.derived_stream`): which train
+#: batch the learner takes next. Fixed: changing it changes every seeded APPO result.
+CIRCULAR_BUFFER_SEED_WORD = 11
 
 
 class APPOConfig(IMPALAConfig):
@@ -33,45 +35,32 @@ class APPOConfig(IMPALAConfig):
     `tau=1.0`, `use_circular_buffer=True`, `circular_buffer_num_batches=8`,
     `circular_buffer_iterations_per_batch=2`, `simple_queue_size=32`."""
 
-    _ALGO_SETTINGS = {
-        **IMPALAConfig._ALGO_SETTINGS,
-        **settings_of(
-            "training",
-            {
-                "clip_param": (0.4, number_at_least(0), "the clip of the probability ratio"),
-                "use_kl_loss": (False, is_bool, "the KL term between target network and policy"),
-                "kl_coeff": (1.0, number_at_least(0), "initial weight of the KL term"),
-                "kl_target": (0.01, number_at_least(0), "the KL the term's weight adapts toward"),
-                "target_network_update_freq": (
-                    2,
-                    int_at_least(0),
-                    "circular-buffer rounds (num_batches x iterations_per_batch train batches) "
-                    "between target network updates",
-                ),
-                "tau": (1.0, number_above(0), "target update: tau * module + (1 - tau) * target"),
-                "use_circular_buffer": (
-                    True,
-                    is_bool,
-                    "feed the learner from a circular buffer (else a first-in-first-out queue)",
-                ),
-                "circular_buffer_num_batches": (
-                    8,
-                    int_at_least(1),
-                    "train batches the circular buffer holds (N)",
-                ),
-                "circular_buffer_iterations_per_batch": (
-                    2,
-                    int_at_least(1),
-                    "times each train batch is trained on at most (K)",
-                ),
-                "simple_queue_size": (
-                    32,
-                    int_at_least(1),
-                    "train batches the queue holds without the circular buffer",
-                ),
-            },
-        ),
-    }
+    clip_param: float = setting(0.4, number_at_least(0), "the clip of the probability ratio")
+    use_kl_loss: bool = setting(False, is_bool, "the KL term between target network and policy")
+    kl_coeff: float = setting(1.0, number_at_least(0), "initial weight of the KL term")
+    kl_target: float = setting(0.01, number_at_least(0), "the KL the term's weight adapts toward")
+    target_network_update_freq: int = setting(
+        2,
+        int_at_least(0),
+        "circular-buffer rounds (num_batches x iterations_per_batch train batches) between "
+        "target network updates",
+    )
+    tau: float = setting(1.0, number_above(0), "target update: tau * module + (1 - tau) * target")
+    use_circular_buffer: bool = setting(
+        True,
+        is_bool,
+        "feed the learner from a circular buffer (else a first-in-first-out queue)",
+    )
+    circular_buffer_num_batches: int = setting(
+        8, int_at_least(1), "train batches the circular buffer holds (N)"
+    )
+    circular_buffer_iterations_per_batch: int = setting(
+        2, int_at_least(1), "times each train batch is trained on at most (K)"
+    )
+    simple_queue_size: int = setting(
+        32, int_at_least(1), "train batches the queue holds without the circular buffer"
+    )
+
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect]]] = {
         "training": {
             **IMPALAConfig._ALGO_RLLIB_SETTINGS["training"],
@@ -92,58 +81,14 @@ class APPOConfig(IMPALAConfig):
         "model": {**MODEL_DEFAULTS, "vf_share_layers": False},
     }
 
-    clip_param: float
-    use_kl_loss: bool
-    kl_coeff: float
-    kl_target: float
-    target_network_update_freq: int
-    tau: float
-    use_circular_buffer: bool
-    circular_buffer_num_batches: int
-    circular_buffer_iterations_per_batch: int
-    simple_queue_size: int
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or APPO)
-
-    def training(
-        self,
-        *,
-        clip_param: float = NotProvided,
-        use_kl_loss: bool = NotProvided,
-        kl_coeff: float = NotProvided,
-        kl_target: float = NotProvided,
-        target_network_update_freq: int = NotProvided,
-        tau: float = NotProvided,
-        use_circular_buffer: bool = NotProvided,
-        circular_buffer_num_batches: int = NotProvided,
-        circular_buffer_iterations_per_batch: int = NotProvided,
-        simple_queue_size: int = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
-        """Learning settings: APPO's own, IMPALA's and those every algorithm has."""
-        super().training(**kwargs)
-        return self._set(
-            "training",
-            {
-                "clip_param": clip_param,
-                "use_kl_loss": use_kl_loss,
-                "kl_coeff": kl_coeff,
-                "kl_target": kl_target,
-                "target_network_update_freq": target_network_update_freq,
-                "tau": tau,
-                "use_circular_buffer": use_circular_buffer,
-                "circular_buffer_num_batches": circular_buffer_num_batches,
-                "circular_buffer_iterations_per_batch": circular_buffer_iterations_per_batch,
-                "simple_queue_size": simple_queue_size,
-            },
-        )
 
     def get_default_learner_class(self) -> type:
         """APPO's learner (RLlib's method, behind `learner_class`): the numpy `APPOLearner`,
         or with torch (`uses_torch`) `APPOTorchLearner`."""
         if not self.uses_torch:
-            return APPOLearner
+            return resolve_import_path(NUMPY_LEARNER)
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.appo.torch_learner import APPOTorchLearner
 
@@ -177,7 +122,7 @@ class APPO(IMPALA):
         return CircularBuffer(
             config.circular_buffer_num_batches,
             config.circular_buffer_iterations_per_batch,
-            seed=seeding.circular_buffer_stream(config.seed),
+            seed=seeding.derived_stream(config.seed, CIRCULAR_BUFFER_SEED_WORD),
         )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
+import importlib
 import sys
 import warnings
 from collections.abc import Callable, Collection
@@ -61,6 +62,17 @@ class _NotProvided:
 
 #: Default of every builder argument: "leave this setting as it is".
 NotProvided: Any = _NotProvided()
+
+
+#: The algorithms' registry: its entries name each algorithm's classes, which import the config,
+#: so the config reaches it by this import path where it asks it something (the default
+#: algorithm's config, the algorithms' names, which of their configs set a flag).
+ALGORITHM_REGISTRY = "trainer.algorithms.registry"
+
+
+def algorithm_registry() -> Any:
+    """The registry module (`ALGORITHM_REGISTRY`), imported by its path."""
+    return importlib.import_module(ALGORITHM_REGISTRY)
 
 
 def is_grid_search(value: Any) -> bool:
@@ -204,7 +216,9 @@ class ConfigBase:
     #: name -> Setting: the settings every algorithm has (`AlgorithmConfig` puts its sections'
     #: tables together here); subclasses add theirs in `_ALGO_SETTINGS`.
     _BASE_SETTINGS: dict[str, Setting] = {}
-    #: Subclass hook: extra settings and changed defaults.
+    #: Subclass hook: extra settings (an algorithm's config declares each in its class body,
+    #: `settings.setting`, and its creation collects them here, after its parent's) and
+    #: changed defaults.
     _ALGO_SETTINGS: dict[str, Setting] = {}
     _DEFAULT_OVERRIDES: dict[str, Any] = {}
     _frozen: bool

@@ -8,8 +8,7 @@ import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
-from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
-from trainer.algorithms.registry import DEFAULT_ALGORITHM, entry
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided, algorithm_registry
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import TORCH
 from trainer.core.models import torch_only_request
@@ -219,4 +218,5 @@ class FrameworkSection(ConfigBase):
 def default_config() -> Any:
     """A config of the registry's default algorithm: what the base config's default modules
     come from."""
-    return entry(DEFAULT_ALGORITHM).config_cls()
+    registry = algorithm_registry()
+    return registry.entry(registry.DEFAULT_ALGORITHM).config_cls()

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
-from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
+from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided, algorithm_registry
 from trainer.algorithms.multi_agent_setup import (
     DEFAULT_POLICY_MAPPING,
     MultiAgentSetup,
@@ -21,7 +21,6 @@ from trainer.algorithms.multi_agent_setup import (
     check_policy_mapping_fn_call,
     is_torch_module_class,
 )
-from trainer.algorithms.registry import entries
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_settings import DEFAULT_POLICY_ID
@@ -39,7 +38,6 @@ else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
 if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.core.rl_module import RLModuleSpec
 
 
@@ -101,6 +99,23 @@ class MultiAgentSection(ConfigBase):
 
         def learner_only_module_specs(self) -> dict[Any, RLModuleSpec]: ...
 
+        # and what `MultiAgentSetup` reads of the config this section hands it
+        @property
+        def model_config(self) -> dict: ...
+
+        @property
+        def _model_config_auto_includes(self) -> dict[str, Any]: ...
+
+        def copy(self, copy_frozen: bool | None = None) -> Self: ...
+
+        def update_from_dict(self, config_dict: dict[str, Any]) -> Self: ...
+
+        def get_default_rl_module_spec(self) -> RLModuleSpec: ...
+
+        def default_module_class(self) -> type: ...
+
+        def default_torch_module_class(self) -> type: ...
+
     policies: dict[str, PolicySpec]
     policy_mapping_fn: Callable[..., Any]
     policies_to_train: Collection[str] | Callable[..., bool] | None
@@ -153,7 +168,7 @@ class MultiAgentSection(ConfigBase):
         PolicySpec, else `spaces[policy_id]`, else a MultiAgentEnv's agents that map to it
         (`policy_mapping_fn`; all agents' spaces when they are alike), else the env's spaces,
         else the config's `observation_space` / `action_space`."""
-        setup = MultiAgentSetup(cast("AlgorithmConfig", self))
+        setup = MultiAgentSetup(self)
         return setup.policies(policies, env, spaces, default_policy_class), (
             setup.is_policy_to_train
         )
@@ -173,7 +188,7 @@ class MultiAgentSection(ConfigBase):
         algorithm's default numpy module), its spaces (`get_multi_agent_setup`) and
         `model_config` merged over the config's. With `inference_only`, `learner_only`
         modules are left out."""
-        return MultiAgentSetup(cast("AlgorithmConfig", self)).module_spec(
+        return MultiAgentSetup(self).module_spec(
             env, spaces, inference_only, policy_dict, single_agent_rl_module_spec
         )
 
@@ -393,7 +408,9 @@ class MultiAgentSection(ConfigBase):
 def _algorithms_whose_config(flag: str) -> str:
     """The registered algorithms whose config class sets `flag` (`_MULTI_AGENT_TRAINING`,
     `_LEARNER_ONLY_MODULES`), as "A, B and C"."""
-    names = [entry.name for entry in entries() if getattr(entry.config_cls, flag)]
+    names = [
+        entry.name for entry in algorithm_registry().entries() if getattr(entry.config_cls, flag)
+    ]
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 

@@ -17,9 +17,6 @@ from trainer.compat.old_api import CLUSTER_ONLY_KEYS
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.errors import ConfigError, ConfigKeyAssignmentError
 
-if TYPE_CHECKING:
-    from trainer.algorithms.algorithm_config import AlgorithmConfig
-
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
@@ -72,8 +69,9 @@ class StateSection(ConfigBase):
         return {**self.to_dict(), "class": type(self)}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> AlgorithmConfig:
-        """The config `get_state()` described (of the class it names)."""
+    def from_state(cls, state: dict[str, Any]) -> ConfigBase:
+        """The config `get_state()` described (of the class it names: an `AlgorithmConfig`,
+        which imports this section)."""
         if not isinstance(state, dict):
             raise ConfigError(
                 f"{cls.__name__}.from_state({state!r}): give the dict get_state() returned"

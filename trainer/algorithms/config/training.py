@@ -1,14 +1,17 @@
-"""The `training()` section: the learning settings every algorithm has (an algorithm's config
-adds its own in `_ALGO_SETTINGS` and its `training()` override)."""
+"""The `training()` section: the learning settings every algorithm has, and an algorithm's own
+(its config declares each in its class body, `setting(...)`, collected into `_ALGO_SETTINGS`):
+`training()` takes both; an algorithm's config writes a `training()` override only for the
+settings that need more than their check (DQN's `replay_buffer_config` merges)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
-from trainer.algorithms.settings import Setting, UsualRange, in_range, settings_of
+from trainer.algorithms.settings import Setting, UsualRange, in_range, inherited, settings_of
 from trainer.capabilities import LEARNER_CONNECTORS
 from trainer.connectors.connector_v2 import build_pipeline, made_pieces
 from trainer.connectors.learner import holds_output_in_episodes
@@ -242,6 +245,8 @@ class TrainingSection(ConfigBase):
     ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
         `train_batch_size` (there is one learner)."""
+        # The algorithm's own settings (its class body's `setting(...)`s), set after these.
+        own = {name: unknown.pop(name) for name in self._own_keywords() if name in unknown}
         values = {
             "gamma": gamma,
             "lr": lr,
@@ -268,7 +273,77 @@ class TrainingSection(ConfigBase):
             self._set_model("training", "model", model)
         if isinstance(learner_config_dict, dict):  # as RLlib: updates what was given before
             values["learner_config_dict"] = {**self.learner_config_dict, **learner_config_dict}
-        return self._set("training", values)
+        return self._set("training", {**values, **own})
+
+    @classmethod
+    def _own_keywords(cls) -> list[str]:
+        """The keywords `training()` takes beyond every algorithm's: the algorithm's own
+        settings (`_ALGO_SETTINGS`; those that redefine a shared one, SAC's `lr`, keep its
+        keyword)."""
+        return [
+            name
+            for name, setting in cls._ALGO_SETTINGS.items()
+            if setting.method == "training" and name not in _SHARED_KEYWORDS
+        ]
+
+    @classmethod
+    def _give_training_its_settings(cls, declares: bool) -> None:
+        """Gives `cls.training` RLlib's signature, the algorithm's own settings as keywords
+        then `**kwargs` (`inspect.signature(PPOConfig.training)`), and where `cls` declares
+        settings (`declares`) without writing `training()`, its docstring's introduction."""
+        method: Any = cls.__dict__.get("training")
+        signature = cls._training_signature(method or cls.training)
+        if method is None:
+            method = inherited(cls.training)
+            if declares:
+                method.__intro__ = cls._training_intro()
+            setattr(cls, "training", method)  # noqa: B010 - mypy refuses to assign a method
+        method.__signature__ = signature
+
+    @classmethod
+    def _training_signature(cls, written: Callable[..., Any]) -> inspect.Signature:
+        """`self`, the own settings (`_own_keywords`), the other keywords `written` (the
+        class's `training()` or its parent's) takes beyond every algorithm's, `**kwargs`."""
+        own = cls._own_keywords()
+        parameters = inspect.signature(written).parameters
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        settings = [
+            inspect.Parameter(
+                name,
+                keyword,
+                default=NotProvided,
+                annotation=parameters[name].annotation
+                if name in parameters
+                else _declared_type(cls, name),
+            )
+            for name in own
+        ]
+        others = [
+            parameter
+            for name, parameter in parameters.items()
+            if parameter.kind is keyword and name not in _SHARED_KEYWORDS and name not in own
+        ]
+        return inspect.Signature(
+            [
+                inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+                *settings,
+                *others,
+                inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD, annotation="Any"),
+            ],
+            return_annotation="Self",
+        )
+
+    @classmethod
+    def _training_intro(cls) -> str:
+        """The docstring's introduction, naming the config classes that declare settings from
+        `cls` up: "Learning settings: APPO's own, IMPALA's and those every algorithm has."."""
+        own, *parents = [
+            f"{parent.__name__.removesuffix('Config')}'s"
+            for parent in cls.__mro__
+            if vars(parent).get("_ALGO_SETTINGS")
+        ]
+        listed = ", ".join([f"{own} own", *parents])
+        return f"Learning settings: {listed} and those every algorithm has."
 
     # -- the learner class (RLlib's property over the setting) ------------------------------
     @property  # type: ignore[no-redef]
@@ -332,6 +407,19 @@ class TrainingSection(ConfigBase):
                 f"{name}: minibatch_size={self.minibatch_size} must be <= train_batch_size="
                 f"{self.train_batch_size} (each epoch splits the train batch into minibatches)"
             )
+
+
+#: The keywords of every algorithm's `training()`.
+_SHARED_KEYWORDS = frozenset(inspect.signature(TrainingSection.training).parameters)
+
+
+def _declared_type(config_cls: type, name: str) -> Any:
+    """The type annotation of setting `name` on `config_cls` or a parent (as written)."""
+    for cls in config_cls.__mro__:
+        annotations = inspect.get_annotations(cls)
+        if name in annotations:
+            return annotations[name]
+    return inspect.Parameter.empty
 
 
 def _holds_output_in_episodes_only(factory: Any) -> bool:

@@ -9,23 +9,21 @@ policy to the evaluation EnvRunners.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import ConfigError, NotProvided
-from trainer.algorithms.cql.cql_learner import CQLLearner
+from trainer.algorithms.algorithm_config import ConfigError
 from trainer.algorithms.offline_training import OfflineAlgorithm
 from trainer.algorithms.sac.sac import SACConfig
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import NoEffect, Unsupported
 from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
+from trainer.util.import_paths import resolve_import_path
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
+#: CQL's numpy learner, named by its import path: it reads its settings off a `CQLConfig` (it
+#: imports this module), so this module does not import it.
+NUMPY_LEARNER = "trainer.algorithms.cql.cql_learner:CQLLearner"
 
 _UNUSED_BY_RLLIB = (
     "RLlib 2.60's CQL stores it and its learner does not read it (the Lagrangian variant of "
@@ -42,36 +40,26 @@ class CQLConfig(SACConfig):
 
     _LEARNS_OFFLINE = True
     _MULTI_AGENT_TRAINING = False
-    _ALGO_SETTINGS = {
-        **SACConfig._ALGO_SETTINGS,
-        **settings_of(
-            "training",
-            {
-                "bc_iters": (
-                    20000,
-                    int_at_least(0),
-                    "training iterations that clone the recorded actions before the policy "
-                    "follows the critics",
-                ),
-                "temperature": (1.0, number_above(0), "the conservative term's temperature"),
-                "num_actions": (
-                    10,
-                    int_at_least(1),
-                    "random and policy actions drawn per state for the conservative term",
-                ),
-                "min_q_weight": (
-                    5.0,
-                    number_at_least(0),
-                    "the conservative term's weight in the critics' loss",
-                ),
-                "deterministic_backup": (
-                    True,
-                    is_bool,
-                    "Bellman targets without the entropy bonus (min Q_target(s', a') only)",
-                ),
-            },
-        ),
-    }
+    bc_iters: int = setting(
+        20000,
+        int_at_least(0),
+        "training iterations that clone the recorded actions before the policy follows the critics",
+    )
+    temperature: float = setting(1.0, number_above(0), "the conservative term's temperature")
+    num_actions: int = setting(
+        10,
+        int_at_least(1),
+        "random and policy actions drawn per state for the conservative term",
+    )
+    min_q_weight: float = setting(
+        5.0, number_at_least(0), "the conservative term's weight in the critics' loss"
+    )
+    deterministic_backup: bool = setting(
+        True,
+        is_bool,
+        "Bellman targets without the entropy bonus (min Q_target(s', a') only)",
+    )
+
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
         "training": {
             **SACConfig._ALGO_RLLIB_SETTINGS["training"],
@@ -89,37 +77,8 @@ class CQLConfig(SACConfig):
         "min_train_timesteps_per_iteration": 100,
     }
 
-    bc_iters: int
-    temperature: float
-    num_actions: int
-    min_q_weight: float
-    deterministic_backup: bool
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or CQL)
-
-    def training(
-        self,
-        *,
-        bc_iters: int = NotProvided,
-        temperature: float = NotProvided,
-        num_actions: int = NotProvided,
-        min_q_weight: float = NotProvided,
-        deterministic_backup: bool = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
-        """Learning settings: CQL's own, SAC's and those every algorithm has."""
-        super().training(**kwargs)
-        return self._set(
-            "training",
-            {
-                "bc_iters": bc_iters,
-                "temperature": temperature,
-                "num_actions": num_actions,
-                "min_q_weight": min_q_weight,
-                "deterministic_backup": deterministic_backup,
-            },
-        )
 
     def validate(self) -> None:
         super().validate()
@@ -146,7 +105,7 @@ class CQLConfig(SACConfig):
         """CQL's learner (RLlib's method, behind `learner_class`): the numpy `CQLLearner`,
         or with torch (`uses_torch`) `CQLTorchLearner`."""
         if not self.uses_torch:
-            return CQLLearner
+            return resolve_import_path(NUMPY_LEARNER)
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.cql.torch_learner import CQLTorchLearner
 

@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.config.base import is_search_space
-from trainer.algorithms.dqn.dqn_learner import DQNLearner
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
 from trainer.algorithms.off_policy import OffPolicyAlgorithm
@@ -31,7 +30,7 @@ from trainer.algorithms.replay import (
     max_n_step,
     updated_buffer_config,
 )
-from trainer.algorithms.settings import UsualRange, in_range, settings_of
+from trainer.algorithms.settings import UsualRange, in_range, setting
 from trainer.capabilities import TORCH
 from trainer.compat.rllib_settings import NO_RNN, OLD_SCHEDULE, OLD_STACK, NoEffect, Unsupported
 from trainer.core.schedules import Schedule
@@ -45,11 +44,16 @@ from trainer.util.checks import (
     one_of,
     optional,
 )
+from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
+
+#: DQN's numpy learner, named by its import path: it reads its settings off a `DQNConfig` (it
+#: imports this module), so this module does not import it.
+NUMPY_LEARNER = "trainer.algorithms.dqn.dqn_learner:DQNLearner"
 
 
 def _check_epsilon(value: Any) -> str | None:
@@ -76,78 +80,66 @@ class DQNConfig(AlgorithmConfig):
     `n_step=1`, `epsilon=[(0, 1.0), (10000, 0.05)]`, `td_error_loss_fn="huber"`,
     `rollout_fragment_length="auto"` (= n_step), `min_sample_timesteps_per_iteration=1000`."""
 
-    _ALGO_SETTINGS = settings_of(
-        "training",
-        {
-            "replay_buffer_config": (
-                dict(BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
-                check_replay_buffer_config,
-                "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for "
-                "multi-agent runs MultiAgentEpisodeReplayBuffer or "
-                "MultiAgentPrioritizedEpisodeReplayBuffer), "
-                "capacity (env steps; whole episodes are evicted), alpha, "
-                "beta and the buffers' other arguments; updates the current "
-                "one unless it names another type",
-            ),
-            "target_network_update_freq": (
-                500,
-                int_at_least(0),
-                "env steps between target network updates",
-            ),
-            "tau": (
-                1.0,
-                finite_number,  # RLlib checks no range
-                "target update: tau * online + (1 - tau) * target",
-                UsualRange(
-                    in_range(0, 1, low_open=True),
-                    "above 0 and at most 1",
-                    "above 1 the target network overshoots the online one, and at 0 or below "
-                    "it never moves toward it",
-                ),
-            ),
-            "num_steps_sampled_before_learning_starts": (
-                1000,
-                int_at_least(0),
-                "env steps sampled before the first update",
-            ),
-            "double_q": (True, is_bool, "double Q-learning targets"),
-            "dueling": (True, is_bool, "dueling value and advantage heads"),
-            "n_step": (
-                1,
-                check_n_step,
-                "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
-            ),
-            "epsilon": (
-                [(0, 1.0), (10000, 0.05)],
-                _check_epsilon,
-                "epsilon-greedy's epsilon: a number or [(timestep, epsilon), ...] interpolated",
-            ),
-            "training_intensity": (
-                None,
-                optional(number_above(0)),
-                "env steps trained per env step sampled (None: RLlib's natural ratio)",
-            ),
-            "td_error_loss_fn": ("huber", one_of("huber", "mse"), "the TD error's loss"),
-            "num_atoms": (
-                1,
-                int_at_least(1),
-                "atoms of the distributional Q-head (1: expected Q-values; > 1: a categorical "
-                "return distribution over linspace(v_min, v_max, num_atoms), trained with the "
-                "projected cross-entropy)",
-            ),
-            "v_min": (
-                -10.0,
-                finite_number,
-                "the support's lowest return (num_atoms > 1); must be < v_max",
-            ),
-            "v_max": (
-                10.0,
-                finite_number,
-                "the support's highest return (num_atoms > 1); must be > v_min",
-            ),
-            "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
-        },
+    replay_buffer_config: dict[str, Any] = setting(
+        dict(BUFFER_DEFAULTS["PrioritizedEpisodeReplayBuffer"]),
+        check_replay_buffer_config,
+        "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for multi-agent runs "
+        "MultiAgentEpisodeReplayBuffer or MultiAgentPrioritizedEpisodeReplayBuffer), capacity "
+        "(env steps; whole episodes are evicted), alpha, beta and the buffers' other arguments; "
+        "updates the current one unless it names another type",
     )
+    target_network_update_freq: int = setting(
+        500, int_at_least(0), "env steps between target network updates"
+    )
+    tau: float = setting(
+        1.0,
+        finite_number,  # RLlib checks no range
+        "target update: tau * online + (1 - tau) * target",
+        usual=UsualRange(
+            in_range(0, 1, low_open=True),
+            "above 0 and at most 1",
+            "above 1 the target network overshoots the online one, and at 0 or below it never "
+            "moves toward it",
+        ),
+    )
+    num_steps_sampled_before_learning_starts: int = setting(
+        1000, int_at_least(0), "env steps sampled before the first update"
+    )
+    double_q: bool = setting(True, is_bool, "double Q-learning targets")
+    dueling: bool = setting(True, is_bool, "dueling value and advantage heads")
+    n_step: int | tuple[int, int] = setting(
+        1,
+        check_n_step,
+        "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
+    )
+    epsilon: float | list[tuple[int, float]] = setting(
+        [(0, 1.0), (10000, 0.05)],
+        _check_epsilon,
+        "epsilon-greedy's epsilon: a number or [(timestep, epsilon), ...] interpolated",
+    )
+    training_intensity: float | None = setting(
+        None,
+        optional(number_above(0)),
+        "env steps trained per env step sampled (None: RLlib's natural ratio)",
+    )
+    td_error_loss_fn: str = setting("huber", one_of("huber", "mse"), "the TD error's loss")
+    num_atoms: int = setting(
+        1,
+        int_at_least(1),
+        "atoms of the distributional Q-head (1: expected Q-values; > 1: a categorical return "
+        "distribution over linspace(v_min, v_max, num_atoms), trained with the projected "
+        "cross-entropy)",
+    )
+    v_min: float = setting(
+        -10.0, finite_number, "the support's lowest return (num_atoms > 1); must be < v_max"
+    )
+    v_max: float = setting(
+        10.0, finite_number, "the support's highest return (num_atoms > 1); must be > v_min"
+    )
+    store_buffer_in_checkpoints: bool = setting(
+        False, is_bool, "checkpoints hold the replay buffer"
+    )
+
     #: RLlib's settings of this config class that have no effect here, or are refused:
     #: builder method -> {setting: rule} (`trainer.compat.rllib_settings`).
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
@@ -186,44 +178,10 @@ class DQNConfig(AlgorithmConfig):
         "evaluation_config": {"explore": False},
     }
 
-    # DQN's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
-    replay_buffer_config: dict[str, Any]
-    target_network_update_freq: int
-    tau: float
-    num_steps_sampled_before_learning_starts: int
-    double_q: bool
-    dueling: bool
-    n_step: int | tuple[int, int]
-    epsilon: float | list[tuple[int, float]]
-    training_intensity: float | None
-    td_error_loss_fn: str
-    store_buffer_in_checkpoints: bool
-    num_atoms: int
-    v_min: float
-    v_max: float
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or DQN)
 
-    def training(
-        self,
-        *,
-        replay_buffer_config: dict = NotProvided,
-        target_network_update_freq: int = NotProvided,
-        tau: float = NotProvided,
-        num_steps_sampled_before_learning_starts: int = NotProvided,
-        double_q: bool = NotProvided,
-        dueling: bool = NotProvided,
-        n_step: int | tuple[int, int] = NotProvided,
-        epsilon: float | list = NotProvided,
-        training_intensity: float | None = NotProvided,
-        td_error_loss_fn: str = NotProvided,
-        store_buffer_in_checkpoints: bool = NotProvided,
-        num_atoms: int = NotProvided,
-        v_min: float = NotProvided,
-        v_max: float = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
+    def training(self, *, replay_buffer_config: dict = NotProvided, **kwargs: Any) -> Self:
         """Learning settings: DQN's own and those every algorithm has. A
         `replay_buffer_config` naming another `type` replaces the current one (on top of that
         type's defaults). With `num_atoms > 1`, `v_min` must be below `v_max` (checked by
@@ -233,25 +191,7 @@ class DQNConfig(AlgorithmConfig):
             replay_buffer_config = updated_buffer_config(
                 self.replay_buffer_config, replay_buffer_config
             )
-        return self._set(
-            "training",
-            {
-                "replay_buffer_config": replay_buffer_config,
-                "target_network_update_freq": target_network_update_freq,
-                "tau": tau,
-                "num_steps_sampled_before_learning_starts": num_steps_sampled_before_learning_starts,
-                "double_q": double_q,
-                "dueling": dueling,
-                "n_step": n_step,
-                "epsilon": epsilon,
-                "training_intensity": training_intensity,
-                "td_error_loss_fn": td_error_loss_fn,
-                "store_buffer_in_checkpoints": store_buffer_in_checkpoints,
-                "num_atoms": num_atoms,
-                "v_min": v_min,
-                "v_max": v_max,
-            },
-        )
+        return self._set("training", {"replay_buffer_config": replay_buffer_config})
 
     def _check_support(self, where: str) -> None:
         """With `num_atoms > 1`, a ConfigError unless v_min < v_max (the distributional
@@ -342,7 +282,7 @@ class DQNConfig(AlgorithmConfig):
         """DQN's learner (RLlib's method, behind `learner_class`): the numpy `DQNLearner`,
         or with torch (`uses_torch`) `DQNTorchLearner`."""
         if not self.uses_torch:
-            return DQNLearner
+            return resolve_import_path(NUMPY_LEARNER)
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
 
@@ -392,7 +332,9 @@ class DQN(OffPolicyAlgorithm):
         optimizer) per module with weights."""
         if config.is_multi_agent:
             return build_multi_agent_learner(
-                config, spaces, lambda config, build: DQNLearner(config, None, build=build)
+                config,
+                spaces,
+                lambda config, build: resolve_import_path(NUMPY_LEARNER)(config, None, build=build),
             )
         if not config.uses_torch:
             return config.learner_class(config, spaces)

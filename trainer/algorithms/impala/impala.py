@@ -20,13 +20,12 @@ fragment per training step. The learner (impala_learner.py) runs V-trace and IMP
 
 from __future__ import annotations
 
-import sys
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
 from trainer.algorithms.config.training import schedule_check
 from trainer.algorithms.impala.impala_learner import (
     IMPALALearner,
@@ -48,7 +47,7 @@ from trainer.algorithms.multi_agent_learner import (
     episodes_by_module,
 )
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import OLD_SCHEDULE, OLD_STACK, NoEffect
 from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
@@ -65,11 +64,6 @@ from trainer.metrics import (
 from trainer.runners.env_runner_group import spaces_of
 from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_at_least
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
 
 #: RLlib's result keys (`ray.rllib.utils.metrics`, `impala_learner`).
 NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
@@ -116,44 +110,36 @@ class IMPALAConfig(AlgorithmConfig):
     `grad_clip=40.0`, `rollout_fragment_length=50`, `train_batch_size=500`,
     `num_env_runners=2`, `min_time_s_per_iteration=10`."""
 
-    _ALGO_SETTINGS = settings_of(
-        "training",
-        {
-            "vtrace": (True, is_bool, "V-trace off-policy correction (RLlib 2.60: always on)"),
-            "vtrace_clip_rho_threshold": (
-                1.0,
-                number_at_least(0),
-                "V-trace's clip of the importance weights in the value targets (rho bar)",
-            ),
-            "vtrace_clip_pg_rho_threshold": (
-                1.0,
-                number_at_least(0),
-                "V-trace's clip of the importance weights in the policy gradient",
-            ),
-            "learner_queue_size": (
-                3,
-                int_at_least(1),
-                "train batches waiting for the learner at most (a full queue holds sampling back)",
-            ),
-            "broadcast_interval": (
-                1,
-                int_at_least(1),
-                "training steps with new updates between two weight broadcasts",
-            ),
-            "timeout_s_sampler_manager": (
-                0.0,
-                number_at_least(0),
-                "how long a training step waits for sample replies (seconds)",
-            ),
-            "vf_loss_coeff": (0.5, number_at_least(0), "weight of the value function's loss"),
-            "entropy_coeff": (
-                0.01,
-                schedule_check("entropy_coeff", "coeff"),
-                "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], "
-                "linear in env steps sampled",
-            ),
-        },
+    vtrace: bool = setting(True, is_bool, "V-trace off-policy correction (RLlib 2.60: always on)")
+    vtrace_clip_rho_threshold: float = setting(
+        1.0,
+        number_at_least(0),
+        "V-trace's clip of the importance weights in the value targets (rho bar)",
     )
+    vtrace_clip_pg_rho_threshold: float = setting(
+        1.0,
+        number_at_least(0),
+        "V-trace's clip of the importance weights in the policy gradient",
+    )
+    learner_queue_size: int = setting(
+        3,
+        int_at_least(1),
+        "train batches waiting for the learner at most (a full queue holds sampling back)",
+    )
+    broadcast_interval: int = setting(
+        1, int_at_least(1), "training steps with new updates between two weight broadcasts"
+    )
+    timeout_s_sampler_manager: float = setting(
+        0.0, number_at_least(0), "how long a training step waits for sample replies (seconds)"
+    )
+    vf_loss_coeff: float = setting(0.5, number_at_least(0), "weight of the value function's loss")
+    entropy_coeff: float | list = setting(
+        0.01,
+        schedule_check("entropy_coeff", "coeff"),
+        "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], linear in "
+        "env steps sampled",
+    )
+
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect]]] = {
         "training": {
             "lr_schedule": NoEffect(None, OLD_SCHEDULE),
@@ -201,46 +187,8 @@ class IMPALAConfig(AlgorithmConfig):
     #: A learner per policy (`multi_agent(policies=...)`).
     _MULTI_AGENT_TRAINING = True
 
-    vtrace: bool
-    vtrace_clip_rho_threshold: float
-    vtrace_clip_pg_rho_threshold: float
-    learner_queue_size: int
-    broadcast_interval: int
-    timeout_s_sampler_manager: float
-    vf_loss_coeff: float
-    entropy_coeff: float | list
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or IMPALA)
-
-    def training(
-        self,
-        *,
-        vtrace: bool = NotProvided,
-        vtrace_clip_rho_threshold: float = NotProvided,
-        vtrace_clip_pg_rho_threshold: float = NotProvided,
-        learner_queue_size: int = NotProvided,
-        broadcast_interval: int = NotProvided,
-        timeout_s_sampler_manager: float = NotProvided,
-        vf_loss_coeff: float = NotProvided,
-        entropy_coeff: float | list = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
-        """Learning settings: IMPALA's own and those every algorithm has."""
-        super().training(**kwargs)
-        return self._set(
-            "training",
-            {
-                "vtrace": vtrace,
-                "vtrace_clip_rho_threshold": vtrace_clip_rho_threshold,
-                "vtrace_clip_pg_rho_threshold": vtrace_clip_pg_rho_threshold,
-                "learner_queue_size": learner_queue_size,
-                "broadcast_interval": broadcast_interval,
-                "timeout_s_sampler_manager": timeout_s_sampler_manager,
-                "vf_loss_coeff": vf_loss_coeff,
-                "entropy_coeff": entropy_coeff,
-            },
-        )
 
     @property
     def replay_ratio(self) -> float:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from trainer.core.learner import (
     DEFAULT_OPTIMIZER_LR_KEY,
     ENTROPY_KEY,
     VF_LOSS_KEY,
+    LearnerConfig,
     NumpyLearner,
     UpdateResults,
 )
@@ -43,10 +44,38 @@ from trainer.core.obs_tree import tree_concat, tree_rows
 from trainer.core.schedules import Schedule
 from trainer.env.episode import SingleAgentEpisode
 
-if TYPE_CHECKING:
-    from trainer.algorithms.impala.impala import IMPALAConfig
-
 _sum = np.add.reduce
+
+
+class IMPALALearnerConfig(LearnerConfig, Protocol):
+    """What IMPALA's learner reads of its config: an `IMPALAConfig` (or APPO's). The algorithm's
+    module imports this one (its config names this learner as its default), so this module
+    names no config class."""
+
+    @property
+    def gamma(self) -> float: ...
+
+    @property
+    def vtrace_clip_rho_threshold(self) -> float: ...
+
+    @property
+    def vtrace_clip_pg_rho_threshold(self) -> float: ...
+
+    @property
+    def vf_loss_coeff(self) -> float: ...
+
+    @property
+    def entropy_coeff(self) -> float | list: ...
+
+    @property
+    def minibatch_size(self) -> int | None: ...
+
+    @property
+    def num_epochs(self) -> int: ...
+
+    def build_module(
+        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
+    ) -> Any: ...
 
 
 class EntropyCoeff:
@@ -241,10 +270,10 @@ class PolicyTerms:
 class IMPALALearner(NumpyLearner):
     """See the module docstring. `update(episodes)` takes one Adam step on their batch."""
 
-    config: IMPALAConfig
+    config: IMPALALearnerConfig
     loss_name = "IMPALA"
 
-    def __init__(self, config: IMPALAConfig, spaces: SpaceInfo | None, module: Any = None):
+    def __init__(self, config: IMPALALearnerConfig, spaces: SpaceInfo | None, module: Any = None):
         super().__init__(
             config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )

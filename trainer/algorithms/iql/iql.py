@@ -15,18 +15,24 @@ from typing import Any, ClassVar
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import ConfigError, NotProvided
 from trainer.algorithms.config.training import check_lr
-from trainer.algorithms.iql.iql_learner import IQLLearner, IQLModule
 from trainer.algorithms.marwil.marwil import MARWILConfig
 from trainer.algorithms.offline_training import OfflineAlgorithm
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import NoEffect, Unsupported
 from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_above
+from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
+
+#: IQL's numpy learner and module (SAC's with a value network), named by their import paths:
+#: the learner's module reads its settings off an `IQLConfig` (it imports this module), so
+#: this module does not import it.
+NUMPY_LEARNER = "trainer.algorithms.iql.iql_learner:IQLLearner"
+NUMPY_MODULE = "trainer.algorithms.iql.iql_learner:IQLModule"
 
 
 def _must_be_none(value: Any) -> str | None:
@@ -47,30 +53,23 @@ class IQLConfig(MARWILConfig):
     the advantage weights), `expectile=0.8`, `actor_lr=critic_lr=value_lr=3e-4`, `lr=None`,
     `twin_q=True`, `target_network_update_freq=0`, `tau=1.0`. Box actions only, as RLlib's."""
 
-    _ALGO_SETTINGS = {
-        **MARWILConfig._ALGO_SETTINGS,
-        **settings_of(
-            "training",
-            {
-                "lr": (
-                    None,
-                    _must_be_none,
-                    "not used: IQL's rates are actor_lr, critic_lr, value_lr",
-                ),
-                "expectile": (0.8, _expectile, "the value network's expectile of the Q-values"),
-                "actor_lr": (3e-4, check_lr, "the policy's Adam rate (or a schedule)"),
-                "critic_lr": (3e-4, check_lr, "the critics' Adam rate (or a schedule)"),
-                "value_lr": (3e-4, check_lr, "the value network's Adam rate (or a schedule)"),
-                "twin_q": (True, is_bool, "two critics (and target critics); the minimum is used"),
-                "target_network_update_freq": (
-                    0,
-                    int_at_least(0),
-                    "env steps between target critic updates (0: after every update)",
-                ),
-                "tau": (1.0, number_above(0), "target update: tau * critic + (1 - tau) * target"),
-            },
-        ),
-    }
+    # RLlib's: IQL has no single rate (training(lr=...) other than None is refused),
+    # typed as the shared setting it redefines.
+    lr: float | list[list[float]] = setting(
+        None, _must_be_none, "not used: IQL's rates are actor_lr, critic_lr, value_lr"
+    )
+    expectile: float = setting(0.8, _expectile, "the value network's expectile of the Q-values")
+    actor_lr: float | list = setting(3e-4, check_lr, "the policy's Adam rate (or a schedule)")
+    critic_lr: float | list = setting(3e-4, check_lr, "the critics' Adam rate (or a schedule)")
+    value_lr: float | list = setting(
+        3e-4, check_lr, "the value network's Adam rate (or a schedule)"
+    )
+    twin_q: bool = setting(True, is_bool, "two critics (and target critics); the minimum is used")
+    target_network_update_freq: int = setting(
+        0, int_at_least(0), "env steps between target critic updates (0: after every update)"
+    )
+    tau: float = setting(1.0, number_above(0), "target update: tau * critic + (1 - tau) * target")
+
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
         "training": {
             **MARWILConfig._ALGO_RLLIB_SETTINGS["training"],
@@ -81,29 +80,10 @@ class IQLConfig(MARWILConfig):
     }
     _DEFAULT_OVERRIDES = {**MARWILConfig._DEFAULT_OVERRIDES, "beta": 0.1, "lr": None}
 
-    expectile: float
-    actor_lr: float | list
-    critic_lr: float | list
-    value_lr: float | list
-    twin_q: bool
-    target_network_update_freq: int
-    tau: float
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or IQL)
 
-    def training(
-        self,
-        *,
-        twin_q: bool = NotProvided,
-        expectile: float = NotProvided,
-        actor_lr: float | list = NotProvided,
-        critic_lr: float | list = NotProvided,
-        value_lr: float | list = NotProvided,
-        target_network_update_freq: int = NotProvided,
-        tau: float = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
+    def training(self, **kwargs: Any) -> Self:
         """Learning settings: IQL's own, MARWIL's and those every algorithm has. `lr` must be
         None (or not given): IQL trains with `actor_lr`, `critic_lr` and `value_lr`."""
         lr = kwargs.pop("lr", NotProvided)
@@ -113,19 +93,7 @@ class IQLConfig(MARWILConfig):
                 "value_lr (the policy's, the critics' and the value network's rates); leave lr "
                 "unset or None"
             )
-        super().training(**kwargs)
-        return self._set(
-            "training",
-            {
-                "twin_q": twin_q,
-                "expectile": expectile,
-                "actor_lr": actor_lr,
-                "critic_lr": critic_lr,
-                "value_lr": value_lr,
-                "target_network_update_freq": target_network_update_freq,
-                "tau": tau,
-            },
-        )
+        return super().training(**kwargs)
 
     def validate(self) -> None:
         super().validate()
@@ -141,7 +109,7 @@ class IQLConfig(MARWILConfig):
 
     def default_module_class(self) -> type:
         """The numpy module: SAC's with a value network."""
-        return IQLModule
+        return resolve_import_path(NUMPY_MODULE)
 
     def build_module(
         self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
@@ -150,7 +118,7 @@ class IQLConfig(MARWILConfig):
         module."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        return IQLModule(
+        return resolve_import_path(NUMPY_MODULE)(
             spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
         )
 
@@ -158,7 +126,7 @@ class IQLConfig(MARWILConfig):
         """IQL's learner (RLlib's method, behind `learner_class`): the numpy `IQLLearner`,
         or with torch (`uses_torch`) `IQLTorchLearner`."""
         if not self.uses_torch:
-            return IQLLearner
+            return resolve_import_path(NUMPY_LEARNER)
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.iql.torch_learner import IQLTorchLearner
 

@@ -9,24 +9,18 @@ value loss).
 
 from __future__ import annotations
 
-import sys
 from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
 from trainer.algorithms.marwil.marwil_learner import MARWILLearner
 from trainer.algorithms.offline_training import OfflineAlgorithm
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import setting
 from trainer.capabilities import OFFLINE
 from trainer.compat.rllib_settings import RAY_DATA_OPTION, NoEffect, Unsupported
 from trainer.torch_rl import require_torch
 from trainer.util.checks import finite_number, number_at_least
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
 
 
 class MARWILConfig(AlgorithmConfig):
@@ -36,32 +30,26 @@ class MARWILConfig(AlgorithmConfig):
     (a policy and a value network)."""
 
     _LEARNS_OFFLINE = True
-    _ALGO_SETTINGS = settings_of(
-        "training",
-        {
-            "beta": (
-                1.0,
-                finite_number,
-                "how much the advantages weigh the recorded actions (0: behaviour cloning)",
-            ),
-            "bc_logstd_coeff": (
-                0.0,
-                number_at_least(0),
-                "weight of the mean log-std term in the policy loss (Box actions)",
-            ),
-            "moving_average_sqd_adv_norm_update_rate": (
-                1e-8,
-                number_at_least(0),
-                "the update rate of the squared advantages' moving average",
-            ),
-            "moving_average_sqd_adv_norm_start": (
-                100.0,
-                number_at_least(0),
-                "the squared advantages' moving average to start from",
-            ),
-            "vf_coeff": (1.0, number_at_least(0), "weight of the value loss"),
-        },
+    beta: float = setting(
+        1.0,
+        finite_number,
+        "how much the advantages weigh the recorded actions (0: behaviour cloning)",
     )
+    bc_logstd_coeff: float = setting(
+        0.0,
+        number_at_least(0),
+        "weight of the mean log-std term in the policy loss (Box actions)",
+    )
+    moving_average_sqd_adv_norm_update_rate: float = setting(
+        1e-8,
+        number_at_least(0),
+        "the update rate of the squared advantages' moving average",
+    )
+    moving_average_sqd_adv_norm_start: float = setting(
+        100.0, number_at_least(0), "the squared advantages' moving average to start from"
+    )
+    vf_coeff: float = setting(1.0, number_at_least(0), "weight of the value loss")
+
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
         "training": {
             "lambda_": NoEffect(
@@ -90,37 +78,8 @@ class MARWILConfig(AlgorithmConfig):
         "exploration_config": {"type": "StochasticSampling"},
     }
 
-    beta: float
-    bc_logstd_coeff: float
-    moving_average_sqd_adv_norm_update_rate: float
-    moving_average_sqd_adv_norm_start: float
-    vf_coeff: float
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or MARWIL)
-
-    def training(
-        self,
-        *,
-        beta: float = NotProvided,
-        bc_logstd_coeff: float = NotProvided,
-        moving_average_sqd_adv_norm_update_rate: float = NotProvided,
-        moving_average_sqd_adv_norm_start: float = NotProvided,
-        vf_coeff: float = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
-        """Learning settings: MARWIL's own and those every algorithm has."""
-        super().training(**kwargs)
-        return self._set(
-            "training",
-            {
-                "beta": beta,
-                "bc_logstd_coeff": bc_logstd_coeff,
-                "moving_average_sqd_adv_norm_update_rate": moving_average_sqd_adv_norm_update_rate,
-                "moving_average_sqd_adv_norm_start": moving_average_sqd_adv_norm_start,
-                "vf_coeff": vf_coeff,
-            },
-        )
 
     def default_module_class(self) -> type:
         """The numpy module: PPO's policy-and-value module (RLlib's MARWIL uses PPO's)."""

@@ -6,11 +6,10 @@ weights, the learner runs its update on them, and the new weights go to every En
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
 from trainer.algorithms.config.training import schedule_check
 from trainer.algorithms.learner_pieces import build_learner_pieces, run_learner_pieces
 from trainer.algorithms.multi_agent_learner import (
@@ -19,9 +18,9 @@ from trainer.algorithms.multi_agent_learner import (
     build_multi_agent_learner,
 )
 from trainer.algorithms.ppo.module import PolicyModule
-from trainer.algorithms.ppo.ppo_learner import PPOLearner
-from trainer.algorithms.settings import UsualRange, in_range, settings_of
+from trainer.algorithms.settings import UsualRange, in_range, setting
 from trainer.compat.rllib_settings import OLD_SCHEDULE, NoEffect, Unsupported
+from trainer.core.learner import Learner
 from trainer.core.models import MODEL_DEFAULTS
 from trainer.metrics import (
     ENV_RUNNER_RESULTS,
@@ -32,15 +31,11 @@ from trainer.metrics import (
 from trainer.runners.env_runner_group import spaces_of
 from trainer.torch_rl import require_torch
 from trainer.util.checks import finite_number, is_bool, number_at_least, number_at_least_or_inf
+from trainer.util.import_paths import resolve_import_path
 
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
-
-if TYPE_CHECKING:
-    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+#: PPO's numpy learner, named by its import path: it reads its settings off a `PPOConfig` (it
+#: imports this module), so this module does not import it.
+NUMPY_LEARNER = "trainer.algorithms.ppo.ppo_learner:PPOLearner"
 
 
 class PPOConfig(AlgorithmConfig):
@@ -49,69 +44,61 @@ class PPOConfig(AlgorithmConfig):
     `vf_loss_coeff=1.0`, `entropy_coeff=0.0`, `kl_coeff=0.2`, `kl_target=0.01`,
     `num_env_runners=2`, `rollout_fragment_length="auto"`."""
 
-    _ALGO_SETTINGS = settings_of(
-        "training",
-        {
-            # RLlib checks no range for these: only what cannot train is refused (NaN; a
-            # negative clip). float("inf") turns a clip off.
-            "lambda_": (
-                1.0,
-                finite_number,
-                "GAE's lambda",
-                UsualRange(
-                    in_range(0, 1),
-                    "between 0 and 1",
-                    "GAE weighs the n-step advantage estimates by powers of lambda_: above 1 "
-                    "the longest weigh most, below 0 their signs alternate",
-                ),
-            ),
-            "clip_param": (
-                0.3,
-                number_at_least_or_inf(0),
-                "PPO's clip of the probability ratio",
-                UsualRange(
-                    in_range(0, float("inf"), low_open=True),
-                    "above 0, typically 0.1 to 0.3",
-                    "0 clips every probability ratio to exactly 1, so the policy can hardly change",
-                ),
-            ),
-            "vf_clip_param": (
-                10.0,
-                number_at_least_or_inf(0),
-                'clip of the value function\'s loss (float("inf"): none)',
-            ),
-            "vf_loss_coeff": (1.0, number_at_least(0), "weight of the value function's loss"),
-            "entropy_coeff": (
-                0.0,
-                schedule_check("entropy_coeff", "coeff"),
-                "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], "
-                "linear in env steps sampled",
-            ),
-            "kl_coeff": (0.2, number_at_least(0), "initial weight of the KL penalty"),
-            "kl_target": (
-                0.01,
-                number_at_least(0),
-                "the KL the penalty's weight adapts toward",
-                UsualRange(
-                    in_range(0, float("inf"), low_open=True),
-                    "above 0, typically 0.01 to 0.05",
-                    "with 0 every update's KL is above the target, so the KL penalty's weight "
-                    "grows by half after every update",
-                ),
-            ),
-            "use_gae": (
-                True,
-                is_bool,
-                "generalized advantage estimation (False: discounted returns minus the value)",
-            ),
-            "use_critic": (
-                True,
-                is_bool,
-                "a value function (truncated episodes bootstrap from it)",
-            ),
-            "use_kl_loss": (True, is_bool, "the KL penalty term in the loss"),
-        },
+    # RLlib checks no range for these: only what cannot train is refused (NaN; a negative
+    # clip). float("inf") turns a clip off.
+    lambda_: float = setting(
+        1.0,
+        finite_number,
+        "GAE's lambda",
+        usual=UsualRange(
+            in_range(0, 1),
+            "between 0 and 1",
+            "GAE weighs the n-step advantage estimates by powers of lambda_: above 1 the "
+            "longest weigh most, below 0 their signs alternate",
+        ),
     )
+    clip_param: float = setting(
+        0.3,
+        number_at_least_or_inf(0),
+        "PPO's clip of the probability ratio",
+        usual=UsualRange(
+            in_range(0, float("inf"), low_open=True),
+            "above 0, typically 0.1 to 0.3",
+            "0 clips every probability ratio to exactly 1, so the policy can hardly change",
+        ),
+    )
+    vf_clip_param: float = setting(
+        10.0, number_at_least_or_inf(0), 'clip of the value function\'s loss (float("inf"): none)'
+    )
+    vf_loss_coeff: float = setting(1.0, number_at_least(0), "weight of the value function's loss")
+    entropy_coeff: float | list = setting(
+        0.0,
+        schedule_check("entropy_coeff", "coeff"),
+        "weight of the entropy bonus, or RLlib's schedule [[timestep, coeff], ...], linear in "
+        "env steps sampled",
+    )
+    kl_coeff: float = setting(0.2, number_at_least(0), "initial weight of the KL penalty")
+    kl_target: float = setting(
+        0.01,
+        number_at_least(0),
+        "the KL the penalty's weight adapts toward",
+        usual=UsualRange(
+            in_range(0, float("inf"), low_open=True),
+            "above 0, typically 0.01 to 0.05",
+            "with 0 every update's KL is above the target, so the KL penalty's weight grows by "
+            "half after every update",
+        ),
+    )
+    use_gae: bool = setting(
+        True,
+        is_bool,
+        "generalized advantage estimation (False: discounted returns minus the value)",
+    )
+    use_critic: bool = setting(
+        True, is_bool, "a value function (truncated episodes bootstrap from it)"
+    )
+    use_kl_loss: bool = setting(True, is_bool, "the KL penalty term in the loss")
+
     #: RLlib's settings of this config class that have no effect here, or are refused:
     #: builder method -> {setting: rule} (`trainer.compat.rllib_settings`).
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
@@ -143,53 +130,8 @@ class PPOConfig(AlgorithmConfig):
         "model": {**MODEL_DEFAULTS, "vf_share_layers": False},
     }
 
-    # PPO's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
-    lambda_: float
-    clip_param: float
-    vf_clip_param: float
-    vf_loss_coeff: float
-    entropy_coeff: float | list
-    kl_coeff: float
-    kl_target: float
-    use_gae: bool
-    use_critic: bool
-    use_kl_loss: bool
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or PPO)
-
-    def training(
-        self,
-        *,
-        lambda_: float = NotProvided,
-        clip_param: float = NotProvided,
-        vf_clip_param: float = NotProvided,
-        vf_loss_coeff: float = NotProvided,
-        entropy_coeff: float | list = NotProvided,
-        kl_coeff: float = NotProvided,
-        kl_target: float = NotProvided,
-        use_gae: bool = NotProvided,
-        use_critic: bool = NotProvided,
-        use_kl_loss: bool = NotProvided,
-        **kwargs: Any,
-    ) -> Self:
-        """Learning settings: PPO's own and those every algorithm has."""
-        super().training(**kwargs)
-        return self._set(
-            "training",
-            {
-                "lambda_": lambda_,
-                "clip_param": clip_param,
-                "vf_clip_param": vf_clip_param,
-                "vf_loss_coeff": vf_loss_coeff,
-                "entropy_coeff": entropy_coeff,
-                "kl_coeff": kl_coeff,
-                "kl_target": kl_target,
-                "use_gae": use_gae,
-                "use_critic": use_critic,
-                "use_kl_loss": use_kl_loss,
-            },
-        )
 
     def default_module_class(self) -> type:
         """PPO's default numpy module: the policy-and-value module."""
@@ -199,7 +141,7 @@ class PPOConfig(AlgorithmConfig):
         """PPO's learner (RLlib's method, behind `learner_class`): the numpy `PPOLearner`,
         or with torch (`uses_torch`) `PPOTorchLearner`."""
         if not self.uses_torch:
-            return PPOLearner
+            return resolve_import_path(NUMPY_LEARNER)
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 
@@ -238,7 +180,7 @@ def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
     `PPOLearner` for a default numpy module."""
     module = build()
     if getattr(module, "framework", None) != "torch":
-        return PPOLearner(config, None, module=module)
+        return resolve_import_path(NUMPY_LEARNER)(config, None, module=module)
     if config["num_gpus_per_learner"]:  # validate() found CUDA
         module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
     return config.learner_class(config, module, module_id=build.module_id)
@@ -246,7 +188,9 @@ def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
 
 class PPO(Algorithm):
     config: PPOConfig
-    learner: PPOLearner | MultiAgentLearner | PPOTorchLearner
+    #: A `PPOLearner`, a `PPOTorchLearner` (or the config's learner_class), or multi-agent a
+    #: `MultiAgentLearner` of them.
+    learner: Learner
     #: `training(learner_connector=...)` runs here: its pieces rewrite the sampled episodes
     #: before the learner makes its batch (`trainer.algorithms.learner_pieces`).
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True

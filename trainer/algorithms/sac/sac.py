@@ -6,7 +6,8 @@ inherits DQN's): the EnvRunners sample
 steps go into the replay buffer; once `num_steps_sampled_before_learning_starts` env steps were
 sampled, the learner takes `train_batch_size` n-step transitions per update (priorities follow
 the TD errors) and the new weights go to the EnvRunners. `training_intensity` sets how many
-replayed steps are trained on per sampled step. The losses are in `sac_learner.py`.
+replayed steps are trained on per sampled step. The losses are in `loss.py` (numpy) and
+`torch_loss.py` (torch).
 """
 
 from __future__ import annotations
@@ -28,18 +29,22 @@ from trainer.algorithms.replay import (
     max_n_step,
     updated_buffer_config,
 )
-from trainer.algorithms.sac.sac_learner import SACLearner
 from trainer.algorithms.sac.sac_module import SACModule
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import OLD_STACK, NoEffect, Unsupported
 from trainer.runners.env_runner_group import spaces_of
 from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_above, optional
+from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
+
+#: SAC's numpy learner, named by its import path: it reads its settings off a `SACConfig` (it
+#: imports this module), so this module does not import it.
+NUMPY_LEARNER = "trainer.algorithms.sac.sac_learner:SACLearner"
 
 #: RLlib's old-stack model dicts (`q_model_config`, `policy_model_config`) at their defaults.
 _OLD_STACK_MODEL: dict[str, Any] = {
@@ -77,57 +82,50 @@ class SACConfig(AlgorithmConfig):
     `min_time_s_per_iteration=1`, `min_sample_timesteps_per_iteration=100`. `lr` is not used:
     the actor, the critics and alpha have their own rates."""
 
-    _ALGO_SETTINGS = settings_of(
-        "training",
-        {
-            "twin_q": (True, is_bool, "two critics (and target critics); the minimum is used"),
-            # RLlib's: SAC has no single rate (training(lr=...) other than None is refused).
-            "lr": (None, _must_be_none, "not used: SAC's rates are actor_lr, critic_lr, alpha_lr"),
-            "tau": (
-                5e-3,
-                number_above(0),
-                "target update: tau * critic + (1 - tau) * target",
-            ),
-            "initial_alpha": (1.0, number_above(0), "the entropy weight alpha's start"),
-            "target_entropy": (
-                "auto",
-                _check_target_entropy,
-                'the entropy alpha steers to; "auto": -prod(action shape) (-1 for Discrete)',
-            ),
-            "n_step": (
-                1,
-                check_n_step,
-                "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
-            ),
-            "actor_lr": (3e-5, check_lr, "the policy's Adam rate (or a schedule)"),
-            "critic_lr": (3e-4, check_lr, "the critics' Adam rate (or a schedule)"),
-            "alpha_lr": (3e-4, check_lr, "alpha's Adam rate (or a schedule)"),
-            "target_network_update_freq": (
-                0,
-                int_at_least(0),
-                "env steps between target critic updates (0: after every update)",
-            ),
-            "replay_buffer_config": (
-                dict(_DEFAULT_BUFFER),
-                check_replay_buffer_config,
-                "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for multi-agent "
-                "runs MultiAgentEpisodeReplayBuffer or MultiAgentPrioritizedEpisodeReplayBuffer), "
-                "capacity (env steps), alpha, beta and the buffers' other arguments; updates "
-                "the current one unless it names another type",
-            ),
-            "num_steps_sampled_before_learning_starts": (
-                1500,
-                int_at_least(0),
-                "env steps sampled before the first update",
-            ),
-            "training_intensity": (
-                None,
-                optional(number_above(0)),
-                "env steps trained per env step sampled (None: RLlib's natural ratio)",
-            ),
-            "store_buffer_in_checkpoints": (False, is_bool, "checkpoints hold the replay buffer"),
-        },
+    twin_q: bool = setting(True, is_bool, "two critics (and target critics); the minimum is used")
+    # RLlib's: SAC has no single rate (training(lr=...) other than None is refused),
+    # typed as the shared setting it redefines.
+    lr: float | list[list[float]] = setting(
+        None, _must_be_none, "not used: SAC's rates are actor_lr, critic_lr, alpha_lr"
     )
+    tau: float = setting(5e-3, number_above(0), "target update: tau * critic + (1 - tau) * target")
+    initial_alpha: float = setting(1.0, number_above(0), "the entropy weight alpha's start")
+    target_entropy: str | float | None = setting(
+        "auto",
+        _check_target_entropy,
+        'the entropy alpha steers to; "auto": -prod(action shape) (-1 for Discrete)',
+    )
+    n_step: int | tuple[int, int] = setting(
+        1,
+        check_n_step,
+        "n-step returns: an int, or (low, high) to draw n from [low, high) per transition",
+    )
+    actor_lr: float | list = setting(3e-5, check_lr, "the policy's Adam rate (or a schedule)")
+    critic_lr: float | list = setting(3e-4, check_lr, "the critics' Adam rate (or a schedule)")
+    alpha_lr: float | list = setting(3e-4, check_lr, "alpha's Adam rate (or a schedule)")
+    target_network_update_freq: int = setting(
+        0, int_at_least(0), "env steps between target critic updates (0: after every update)"
+    )
+    replay_buffer_config: dict[str, Any] = setting(
+        dict(_DEFAULT_BUFFER),
+        check_replay_buffer_config,
+        "type (EpisodeReplayBuffer or PrioritizedEpisodeReplayBuffer; for multi-agent runs "
+        "MultiAgentEpisodeReplayBuffer or MultiAgentPrioritizedEpisodeReplayBuffer), capacity "
+        "(env steps), alpha, beta and the buffers' other arguments; updates the current one "
+        "unless it names another type",
+    )
+    num_steps_sampled_before_learning_starts: int = setting(
+        1500, int_at_least(0), "env steps sampled before the first update"
+    )
+    training_intensity: float | None = setting(
+        None,
+        optional(number_above(0)),
+        "env steps trained per env step sampled (None: RLlib's natural ratio)",
+    )
+    store_buffer_in_checkpoints: bool = setting(
+        False, is_bool, "checkpoints hold the replay buffer"
+    )
+
     _ALGO_RLLIB_SETTINGS: ClassVar[dict[str, dict[str, NoEffect | Unsupported]]] = {
         "training": {
             "q_model_config": NoEffect(
@@ -165,41 +163,14 @@ class SACConfig(AlgorithmConfig):
         "min_sample_timesteps_per_iteration": 100,
     }
 
-    # SAC's own settings' types (set from `_ALGO_SETTINGS` by `AlgorithmConfig.__init__`).
-    twin_q: bool
-    tau: float
-    initial_alpha: float
-    target_entropy: str | float | None
-    n_step: int | tuple[int, int]
-    actor_lr: float | list
-    critic_lr: float | list
-    alpha_lr: float | list
-    target_network_update_freq: int
-    replay_buffer_config: dict[str, Any]
-    num_steps_sampled_before_learning_starts: int
-    training_intensity: float | None
-    store_buffer_in_checkpoints: bool
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or SAC)
 
     def training(
         self,
         *,
-        twin_q: bool = NotProvided,
-        tau: float = NotProvided,
-        initial_alpha: float = NotProvided,
-        target_entropy: str | float | None = NotProvided,
-        n_step: int | tuple[int, int] = NotProvided,
-        store_buffer_in_checkpoints: bool = NotProvided,
         replay_buffer_config: dict = NotProvided,
-        training_intensity: float | None = NotProvided,
         clip_actions: bool = NotProvided,
-        actor_lr: float | list = NotProvided,
-        critic_lr: float | list = NotProvided,
-        alpha_lr: float | list = NotProvided,
-        target_network_update_freq: int = NotProvided,
-        num_steps_sampled_before_learning_starts: int = NotProvided,
         **kwargs: Any,
     ) -> Self:
         """Learning settings: SAC's own and those every algorithm has. `lr` must be None (or
@@ -220,24 +191,7 @@ class SACConfig(AlgorithmConfig):
             )
         if clip_actions is not NotProvided:
             self.environment(clip_actions=clip_actions)
-        return self._set(
-            "training",
-            {
-                "twin_q": twin_q,
-                "tau": tau,
-                "initial_alpha": initial_alpha,
-                "target_entropy": target_entropy,
-                "n_step": n_step,
-                "store_buffer_in_checkpoints": store_buffer_in_checkpoints,
-                "replay_buffer_config": replay_buffer_config,
-                "training_intensity": training_intensity,
-                "actor_lr": actor_lr,
-                "critic_lr": critic_lr,
-                "alpha_lr": alpha_lr,
-                "target_network_update_freq": target_network_update_freq,
-                "num_steps_sampled_before_learning_starts": num_steps_sampled_before_learning_starts,
-            },
-        )
+        return self._set("training", {"replay_buffer_config": replay_buffer_config})
 
     def validate(self) -> None:
         super().validate()
@@ -283,7 +237,7 @@ class SACConfig(AlgorithmConfig):
         """SAC's learner (RLlib's method, behind `learner_class`): the numpy `SACLearner`,
         or with torch (`uses_torch`) `SACTorchLearner`."""
         if not self.uses_torch:
-            return SACLearner
+            return resolve_import_path(NUMPY_LEARNER)
         require_torch(f"{type(self).__name__}.framework('torch')")
         from trainer.algorithms.sac.torch_learner import SACTorchLearner
 
@@ -314,7 +268,7 @@ def _module_learner(config: SACConfig, build: Any) -> Any:
     both from `build`) for a default numpy module."""
     module = build()
     if getattr(module, "framework", None) != "torch":
-        return SACLearner(config, None, build=build, module=module)
+        return resolve_import_path(NUMPY_LEARNER)(config, None, build=build, module=module)
     if config["num_gpus_per_learner"]:  # validate() found CUDA
         module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
     return config.learner_class(config, module, module_id=build.module_id)

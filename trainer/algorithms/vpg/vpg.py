@@ -23,12 +23,12 @@ policy, RLlib's shared-encoder example), and the EnvRunners act through that for
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from trainer.algorithms.settings import settings_of
+from trainer.algorithms.algorithm_config import AlgorithmConfig
+from trainer.algorithms.settings import setting
+from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.rl_module import RLModuleSpec
 from trainer.errors import ConfigError
@@ -45,14 +45,6 @@ from trainer.metrics import (
 from trainer.runners.env_runner_group import spaces_of
 from trainer.util.checks import int_at_least
 
-if TYPE_CHECKING:
-    from trainer.algorithms.vpg.torch_learner import VPGTorchLearner
-
-if sys.version_info >= (3, 11):
-    from typing import Self
-else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
-    from typing_extensions import Self
-
 #: The hidden layer's width of the default module (RLlib's example: `{"hidden_dim": 64}`).
 DEFAULT_HIDDEN_DIM = 64
 #: The statistics RLlib's example logs about each step's batch size (its own keys).
@@ -65,16 +57,10 @@ class VPGConfig(AlgorithmConfig):
     complete episodes per training step. Defaults as RLlib's example: torch,
     `batch_mode="complete_episodes"`, `num_env_runners=1`."""
 
-    _ALGO_SETTINGS = settings_of(
-        "training",
-        {
-            "num_episodes_per_train_batch": (
-                10,
-                int_at_least(1),
-                "complete episodes per training step, spread over the EnvRunners",
-            ),
-        },
+    num_episodes_per_train_batch: int = setting(
+        10, int_at_least(1), "complete episodes per training step, spread over the EnvRunners"
     )
+
     _DEFAULT_OVERRIDES = {
         "framework_str": "torch",
         # The EnvRunners are asked for whole episodes anyway; for good measure, as RLlib's.
@@ -88,15 +74,8 @@ class VPGConfig(AlgorithmConfig):
     _MULTI_AGENT_TRAINING = True
     _JOINT_MODULES = True
 
-    num_episodes_per_train_batch: int
-
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or VPG)
-
-    def training(self, *, num_episodes_per_train_batch: int = NotProvided, **kwargs: Any) -> Self:
-        """Learning settings: VPG's own and those every algorithm has."""
-        super().training(**kwargs)
-        return self._set("training", {"num_episodes_per_train_batch": num_episodes_per_train_batch})
 
     # The torch classes are imported when asked for: importing VPG does not import torch.
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -127,7 +106,9 @@ class VPGConfig(AlgorithmConfig):
                 "out"
             )
 
-    def get_default_learner_class(self) -> type[VPGTorchLearner]:
+    def get_default_learner_class(self) -> type:
+        """VPG's learner, `VPGTorchLearner` (it reads its settings off a `VPGConfig`: it imports
+        this module, which imports it only here, with torch)."""
         from trainer.algorithms.vpg.torch_learner import VPGTorchLearner
 
         return VPGTorchLearner
@@ -135,7 +116,8 @@ class VPGConfig(AlgorithmConfig):
 
 class VPG(Algorithm):
     config: VPGConfig
-    learner: VPGTorchLearner
+    #: A `VPGTorchLearner` (or the config's learner_class).
+    learner: Learner
 
     @classmethod
     def get_default_config(cls) -> VPGConfig:
