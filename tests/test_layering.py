@@ -43,10 +43,10 @@ passed in, a spec class that registers itself with the config format) or named b
 it declares and resolves with `importlib` (EnvRunnerGroup's default config class,
 MultiAgentEnv's agent-groups wrapper, RLModule's MultiRLModule and module checkpoints,
 Algorithm's Tune resource request, the worker a forked child runs, the config's algorithm
-registry, an algorithm's config's numpy learner: `NUMPY_LEARNER`, which reads its settings off
-that config). Optional dependencies (torch, ray, ...) are not `trainer` modules and may be
-imported late, and so may a trainer module that imports one at its top (the torch backend, the
-Tune front), so that `import trainer` imports neither.
+registry, an algorithm's learners and modules: its config's `_CLASSES`, whose learners read
+their settings off that config). Optional dependencies (torch, ray, ...) are not `trainer`
+modules and may be imported late, and so may a trainer module that imports one at its top (the
+torch backend, the Tune front), so that `import trainer` imports neither.
 
 Nor do the modules' top-level imports form a circle, anywhere, the imports under
 `if TYPE_CHECKING:` counted (`module_circles`): a circle the type checker reads is a circle of
@@ -298,6 +298,7 @@ def test_every_package_has_a_layer():
     assert sorted(m for m in modules if m.count(".") <= 1 and m not in LAYER_OF) == []
 
 
+@pytest.mark.slow
 def test_no_unit_imports_its_own_layer_or_one_above():
     found = upward_imports()
     new = {
@@ -309,6 +310,7 @@ def test_no_unit_imports_its_own_layer_or_one_above():
     assert sorted(set(KNOWN_UPWARD) - set(found)) == [], "fixed: remove from KNOWN_UPWARD"
 
 
+@pytest.mark.slow
 def test_no_function_level_import_of_a_trainer_module():
     found = late_imports()
     new = {
@@ -476,8 +478,6 @@ def test_the_env_runner_keeps_its_earlier_import_path():
 def test_what_lower_layers_name_by_import_path_is_there():
     """A lower layer names the class of a higher one it builds by its import path; each path
     gives the class the lower layer expects."""
-    import sys
-
     from trainer.algorithms import algorithm, registry
     from trainer.algorithms.algorithm_config import AlgorithmConfig
     from trainer.algorithms.config.base import algorithm_registry
@@ -492,14 +492,18 @@ def test_what_lower_layers_name_by_import_path_is_there():
     assert module_path(algorithm.TUNE_TRAINABLE_MODULE).is_file()  # Tune itself may be missing
     assert worker_template.WORKER_MODULE in PRELOAD  # the template imports it before forking
     assert algorithm_registry() is registry
-    for entry in registry.entries():  # an algorithm's config names its numpy learner and module
+    for entry in registry.entries():  # an algorithm's config names its learners and modules
+        classes = entry.classes
+        assert classes is not None, entry.name
         config = entry.config_cls().framework("numpy")
-        names = vars(sys.modules[entry.config_cls.__module__])
-        if "NUMPY_LEARNER" in names:
-            learner = resolve_import_path(names["NUMPY_LEARNER"])
+        if classes.numpy_learner is not None:
+            learner = resolve_import_path(classes.numpy_learner)
             assert learner is config.get_default_learner_class()
-        if "NUMPY_MODULE" in names:
-            assert resolve_import_path(names["NUMPY_MODULE"]) is config.default_module_class()
+        if classes.numpy_module is not None:
+            assert resolve_import_path(classes.numpy_module) is config.default_module_class()
+        for role in ("torch_learner", "torch_module"):  # named, not imported: torch stays lazy
+            path = getattr(classes, role)
+            assert path is None or module_path(path.partition(":")[0]).is_file(), path
 
 
 def test_the_runners_see_the_launchers_stand_in_for_ray(monkeypatch):

@@ -55,6 +55,7 @@ def test_the_stored_example_is_rllibs_unmodified():
         assert installed.read_bytes() == EXAMPLE.read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 @needs_torch
 def test_rllibs_vpg_example_runs_unmodified_through_the_launcher(tmp_path):
@@ -183,7 +184,9 @@ def test_outside_its_folder_only_the_registry_line_names_vpg():
     }
     assert sorted(p.name for p in FOLDER.glob("*.py")) == [
         "__init__.py",
+        "config.py",
         "differences.py",
+        "loss.py",
         "shared_optimizer_learner.py",
         "torch_learner.py",
         "torch_module.py",

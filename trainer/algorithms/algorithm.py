@@ -1,7 +1,8 @@
 """`Algorithm`: owns the config, the EnvRunnerGroup, the learner and the metrics; `train()` runs
 training steps and returns RLlib's result dict.
 
-Subclasses implement `setup_learner()` and `training_step()`.
+Subclasses implement `training_step()`; `setup_learner()` assembles the learner from the classes
+their config declares (`learner_for`, `trainer.algorithms.config.classes`).
 
 One `train()` call, as data flows (PPO; DQN samples into its replay buffer and updates from it):
 
@@ -42,7 +43,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -57,15 +58,21 @@ from trainer.algorithms.checkpointing import (
     runner_states,
     save_algorithm,
 )
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.evaluation import EvaluationRounds
 from trainer.algorithms.learner_group import LearnerGroup
+from trainer.algorithms.learner_pieces import build_learner_pieces
 from trainer.algorithms.module_changes import (
     ModuleChange,
     completed_spec,
     runner_add_module,
     runner_remove_module,
 )
-from trainer.algorithms.multi_agent_learner import ModuleBuilder, MultiAgentLearner
+from trainer.algorithms.multi_agent_learner import (
+    ModuleBuilder,
+    MultiAgentLearner,
+    build_multi_agent_learner,
+)
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
 from trainer.checkpoints import Checkpoint, CheckpointError
 from trainer.checkpoints.location import fetched
@@ -105,6 +112,7 @@ from trainer.runners.env_runner_group import (
     spaces_of,
 )
 from trainer.util.deprecation import warn_once
+from trainer.util.import_paths import resolve_import_path
 from trainer.util.log import set_library_log_level
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -174,6 +182,10 @@ class Algorithm(OldAlgorithmNames):
     #: RLlib's aggregator actors (IMPALA's and APPO's batching workers): none here, the
     #: learner thread makes its batches; RLlib code checks it for None.
     _aggregator_actor_manager: Any = None
+    #: Whether `training(learner_connector=...)` pieces run here: `setup_learner` builds them
+    #: (`self.learner_connector`), and the training step runs them over the episodes before
+    #: the learner makes its batch.
+    RUNS_LEARNER_CONNECTOR: ClassVar[bool] = False
 
     @classmethod
     def get_default_config(cls) -> AlgorithmConfig:
@@ -303,10 +315,86 @@ class Algorithm(OldAlgorithmNames):
                 "APPO run the config's training(learner_connector=...) pieces)"
             )
 
-    # -- the parts a subclass provides -------------------------------------------------------
+    # -- the learner, assembled from the classes the config declares ------------------------
     def setup_learner(self) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must implement setup_learner()")
+        """Builds the learner for the EnvRunners' spaces (`learner_for`) and, where the
+        algorithm runs them (`RUNS_LEARNER_CONNECTOR`), the config's learner pieces
+        (`self.learner_connector`). An algorithm adds what else its training step needs (a
+        replay buffer, the recorded data's reader) after `super().setup_learner()`."""
+        spaces = spaces_of(self.env_runner_group)
+        self.learner = self.learner_for(self.config, spaces)
+        if self.RUNS_LEARNER_CONNECTOR:
+            self.learner_connector = build_learner_pieces(self.config, spaces, self.learner)
 
+    @classmethod
+    def learner_for(cls, config: Any, spaces: Any) -> Any:
+        """The learner for `spaces` (the EnvRunners' modules' spaces: a `SpaceInfo`, or
+        multi-agent `{module_id: (observation space, action space)}`), from the classes the
+        config declares (`AlgorithmClasses`):
+
+        - single-agent numpy: the numpy learner, which builds its module (`numpy_learner_for`);
+        - single-agent torch: `config.learner_class` (the torch learner, or the class given)
+          over a freshly built module (`torch_module_learner`: on the GPU with
+          `num_gpus_per_learner`), the learner-only modules' learners beside it;
+        - multi-agent: a learner per module with weights (`module_learner`), or, where the
+          config trains the whole MultiRLModule (`_JOINT_MODULES`), `config.learner_class`
+          over all of it."""
+        if config.is_multi_agent:
+            if config._JOINT_MODULES:
+                from trainer.torch_rl.module_group import build_seeded  # (imports torch)
+
+                spec = config.get_multi_rl_module_spec(spaces=spaces)
+                return config.learner_class(config, build_seeded(spec, config.seed))
+            return build_multi_agent_learner(config, spaces, cls.module_learner)
+        if not config.uses_torch:
+            return cls.numpy_learner_for(config, spaces)
+        module = config.build_module(spaces, seed=config.seed)
+        learner = cls.torch_module_learner(config, module)
+        if config.learner_only_module_specs():
+            from trainer.torch_rl.self_supervised import build_learner_only_learners
+
+            learner.add_learner_only_learners(
+                build_learner_only_learners(config, module.rl_module, config.seed)
+            )
+        return learner
+
+    @classmethod
+    def numpy_learner_for(cls, config: Any, spaces: Any) -> Any:
+        """The single-agent numpy learner: `config.learner_class` (the numpy learner the config
+        declares) for `spaces`, whose module it builds."""
+        return config.learner_class(config, spaces)
+
+    @classmethod
+    def torch_module_learner(cls, config: Any, module: Any, **kwargs: Any) -> Any:
+        """`config.learner_class` over a torch `module` (a view of a TorchRLModule), moved to
+        the GPU first with `num_gpus_per_learner` (the EnvRunners' copies stay on the CPU);
+        `kwargs`: the module's id in a multi-agent run."""
+        if config["num_gpus_per_learner"]:  # validate() found CUDA
+            module.rl_module.to("cuda")
+        return config.learner_class(config, module, **kwargs)
+
+    @classmethod
+    def module_learner(cls, config: Any, build: ModuleBuilder) -> Any:
+        """One module's learner in a multi-agent run (`config`: the module's own,
+        `get_config_for_module`; `build()` builds the module from its spec, seeded by its id):
+        `torch_module_learner` for a torch module; for a default numpy module the numpy
+        learner the config declares (else `config.learner_class`) over it, with `build` too
+        where that learner builds its target networks as its module
+        (`AlgorithmClasses.numpy_targets_from_build`)."""
+        module = build()
+        if getattr(module, "framework", None) == "torch":
+            return cls.torch_module_learner(config, module, module_id=build.module_id)
+        classes = config._algorithm_classes() or AlgorithmClasses()
+        learner_class = (
+            resolve_import_path(classes.numpy_learner)
+            if classes.numpy_learner is not None
+            else config.learner_class
+        )
+        if classes.numpy_targets_from_build:
+            return learner_class(config, None, module=module, build=build)
+        return learner_class(config, None, module=module)
+
+    # -- the part an algorithm provides ------------------------------------------------------
     def training_step(self) -> None:
         """One round of sampling and learning; logs into `self.metrics`."""
         raise NotImplementedError(f"{type(self).__name__} must implement training_step()")

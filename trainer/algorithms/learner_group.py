@@ -7,9 +7,10 @@ standalone one, or an Algorithm's: `algo.learner_group`).
       -> the spaces: `spaces` ({module_id: (observation space, action space)}), else the env's,
          else the config's observation_space / action_space, else an env made from the
          config's env (closed again)
-      -> an algorithm's config: the learner its Algorithm builds (`Algorithm.learner_for`:
-         `config.learner_class` over the algorithm's module, a learner per module
-         multi-agent); a config without an algorithm of its own (RLlib's testing config):
+      -> an algorithm's config: the learner its Algorithm builds (`Algorithm.learner_for`,
+         from the classes the config declares: `config.learner_class` over the algorithm's
+         module, a learner per module multi-agent); a config without an algorithm of its own
+         (RLlib's testing config, a user's algorithm that declares no classes):
          `config.learner_class`, a torch learner, over the whole MultiRLModule of
          `get_multi_rl_module_spec` (or `rl_module_spec`), as RLlib's learner holds its modules
       -> the learner's `build()` hook (a torch learner's), then the learner
@@ -143,7 +144,7 @@ def build_learner(
     only its spaces: the algorithm builds its own modules)."""
     config = config.copy()
     learner_for: Callable[..., Any] | None = getattr(config.algo_class, "learner_for", None)
-    if learner_for is None:
+    if learner_for is None or config._algorithm_classes() is None:
         learner = _whole_module_learner(config, env, spaces, rl_module_spec)
     else:
         if spaces is None and env is None and rl_module_spec is not None:

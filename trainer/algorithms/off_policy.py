@@ -9,8 +9,9 @@ go to the EnvRunners. `training_intensity` sets how many replayed steps are trai
 sampled step (RLlib's round-robin weights, `calculate_rr_weights`). A multi-agent run keeps a
 learner and a buffer per module.
 
-A subclass builds its learner (and the buffer, `make_replay_buffer`) in `setup_learner`; its
-learner's `update(batch, num_env_steps_sampled_lifetime=...)` takes `as_train_batch`'s batch.
+`setup_learner` builds the learner (`Algorithm.learner_for`, from the classes the config
+declares) and the buffer (`make_replay_buffer`); the learner's `update(batch,
+num_env_steps_sampled_lifetime=...)` takes `as_train_batch`'s batch.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ class OffPolicyAlgorithm(Algorithm):
     #: RLlib's name: the replay buffer the training step samples into and learns from (in a
     #: multi-agent run, a MultiAgentEpisodeReplayBuffer: a buffer per module).
     local_replay_buffer: EpisodeReplayBuffer | MultiAgentEpisodeReplayBuffer
+
+    def setup_learner(self) -> None:
+        """The learner, and the replay buffer of `replay_buffer_config`."""
+        super().setup_learner()
+        config = self.config
+        self.local_replay_buffer = make_replay_buffer(config.replay_buffer_config, seed=config.seed)
 
     def training_step(self) -> None:
         config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer

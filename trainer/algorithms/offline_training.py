@@ -32,7 +32,6 @@ from trainer.metrics import (
     TIMERS,
 )
 from trainer.offline.reading import OfflineData
-from trainer.runners.env_runner_group import spaces_of
 
 #: The learners' counters under `learners/__all_modules__/` (each also as `<key>_lifetime`).
 _TRAINED_COUNTERS = (
@@ -44,7 +43,7 @@ _TRAINED_COUNTERS = (
 
 class OfflineAlgorithm(Algorithm):
     """The base of the offline algorithms: `setup_learner` builds the learner
-    (`learner_for`), the reader of the recorded data and, with
+    (`Algorithm.learner_for`), the reader of the recorded data and, with
     `offline_evaluation_interval`, the offline evaluation (its learner's `evaluation_loss`);
     `training_step` is the loop of the module docstring."""
 
@@ -52,13 +51,8 @@ class OfflineAlgorithm(Algorithm):
     #: statistics.
     learner: Any
 
-    @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """The learner for the module of `spaces` (the EnvRunners'), numpy or torch."""
-        raise NotImplementedError(f"{cls.__name__} must implement learner_for()")
-
     def setup_learner(self) -> None:
-        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
+        super().setup_learner()
         # The recorded observations are one sub-env's, as the episodes hold them.
         spaces = self.env_runner_group.get_spaces()
         obs_space, action_space = spaces.get("__env_single__", spaces[DEFAULT_MODULE_ID])

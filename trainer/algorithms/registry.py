@@ -1,7 +1,8 @@
 """The algorithms' registry: one line per algorithm, its name -> the package of its folder.
 
 Each algorithm lives in one folder, `trainer/algorithms/<name>/`, whose package declares a
-module-level `ALGORITHM = AlgorithmEntry(...)`: its Algorithm and config classes, its presets for
+module-level `ALGORITHM = AlgorithmEntry(...)`: its Algorithm and config classes (the config
+class declares the algorithm's learners and default modules, `entry.classes`), its presets for
 the main job, its deliberate differences from RLlib, and the RLlib module paths it serves
 under the launcher. Everything generic (`get_trainable_cls`, the CLI's `--algo`, Ray Tune's
 `Tuner("PPO")`, the presets, the differences page, the launcher's `ray.rllib.algorithms.<x>`
@@ -27,6 +28,7 @@ from trainer.errors import UnsupportedValue
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm import Algorithm
     from trainer.algorithms.algorithm_config import AlgorithmConfig
+    from trainer.algorithms.config.classes import AlgorithmClasses
     from trainer.algorithms.presets import Preset
 
 #: Algorithm name (as RLlib registers it) -> the package of its folder, which defines `ALGORITHM`.
@@ -107,6 +109,12 @@ class AlgorithmEntry:
     rllib_module_classes: Mapping[str, RLlibModuleClass] = field(default_factory=dict)
     #: RLlib's module classes (import paths) that this folder's modules read under other names.
     rllib_module_reads: Mapping[str, ModuleRead] = field(default_factory=dict)
+
+    @property
+    def classes(self) -> AlgorithmClasses | None:
+        """Its learners and default modules, by import path: what its config class declares
+        (`_CLASSES`), from which the base config and the base Algorithm build them."""
+        return self.config_cls._CLASSES
 
 
 _loaded: dict[str, AlgorithmEntry] = {}

@@ -6,23 +6,27 @@ asynchronous training step (trainer/algorithms/impala/impala.py) with APPO's lea
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import ConfigError
+from trainer.algorithms.impala.impala import CLASSES as IMPALA_CLASSES
 from trainer.algorithms.impala.impala import IMPALA, IMPALAConfig
 from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer
 from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import OLD_STACK, NoEffect
 from trainer.core.models import MODEL_DEFAULTS
-from trainer.torch_rl import require_torch
 from trainer.util import seeding
 from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
-from trainer.util.import_paths import resolve_import_path
 
-#: APPO's numpy learner, named by its import path: it reads its settings off an `APPOConfig` (it
-#: imports this module), so this module does not import it.
-NUMPY_LEARNER = "trainer.algorithms.appo.appo_learner:APPOLearner"
+#: APPO's learners (`AlgorithmClasses`; the modules are IMPALA's), named by import path: they
+#: read their settings off an `APPOConfig` (they import this module).
+CLASSES = dataclasses.replace(
+    IMPALA_CLASSES,
+    numpy_learner="trainer.algorithms.appo.appo_learner:APPOLearner",
+    torch_learner="trainer.algorithms.appo.torch_learner:APPOTorchLearner",
+)
 
 #: The entropy word of the circular buffer's stream (`seeding.derived_stream`): which train
 #: batch the learner takes next. Fixed: changing it changes every seeded APPO result.
@@ -73,6 +77,7 @@ class APPOConfig(IMPALAConfig):
         },
         "debugging": IMPALAConfig._ALGO_RLLIB_SETTINGS["debugging"],
     }
+    _CLASSES = CLASSES
     _DEFAULT_OVERRIDES = {
         **IMPALAConfig._DEFAULT_OVERRIDES,
         "learner_queue_size": 16,
@@ -83,16 +88,6 @@ class APPOConfig(IMPALAConfig):
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or APPO)
-
-    def get_default_learner_class(self) -> type:
-        """APPO's learner (RLlib's method, behind `learner_class`): the numpy `APPOLearner`,
-        or with torch (`uses_torch`) `APPOTorchLearner`."""
-        if not self.uses_torch:
-            return resolve_import_path(NUMPY_LEARNER)
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.appo.torch_learner import APPOTorchLearner
-
-        return APPOTorchLearner
 
     def validate(self) -> None:
         super().validate()

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided, algorithm_registry
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import TORCH
 from trainer.core.models import torch_only_request
 from trainer.errors import ConfigError
 from trainer.torch_rl import require_torch
 from trainer.util.checks import one_of
+from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -74,6 +76,10 @@ class FrameworkSection(ConfigBase):
         def _runner_module_spec(self) -> Any: ...
 
     framework_str: str
+    #: The algorithm's learners and default modules, by import path (`AlgorithmClasses`): an
+    #: algorithm's config declares its own; None (the base config): its algorithm's, see
+    #: `get_default_learner_class`.
+    _CLASSES: ClassVar[AlgorithmClasses | None] = None
 
     def framework(self, framework: str = NotProvided, **unknown: Any) -> Self:
         """The networks' framework: "numpy" (the default numpy modules and learners) or
@@ -140,28 +146,82 @@ class FrameworkSection(ConfigBase):
                 return request
         return None
 
-    def get_default_learner_class(self) -> type:
-        """The algorithm's learner class (RLlib's method, behind `learner_class`): an
-        algorithm's config names its own, numpy (`PPOLearner`, ...) or, with torch
-        (`uses_torch`), torch (`PPOTorchLearner`, ...). The base config answers for its
-        `algo_class`'s config, else for the registry's default algorithm (whose modules it
-        builds: `default_module_class`)."""
+    # -- the algorithm's classes (`AlgorithmClasses`) ----------------------------------------
+    def _algorithm_classes(self) -> AlgorithmClasses | None:
+        """The classes this config's algorithm declares: its class's `_CLASSES`; the base
+        config's (RLlib's `AlgorithmConfig(algo_class=...)`), its algorithm's config's; None
+        without either (a config of a user's own algorithm, or of none)."""
+        classes = type(self)._CLASSES
         algo_class = getattr(self, "algo_class", None)
-        own = algo_class.get_default_config() if algo_class is not None else default_config()
-        method = type(own).get_default_learner_class
-        if method is FrameworkSection.get_default_learner_class:
+        if classes is None and algo_class is not None:
+            classes = getattr(type(algo_class.get_default_config()), "_CLASSES", None)
+        return classes
+
+    def _declared_class(self, role: str) -> type | None:
+        """The class of `role` ("numpy_learner", "torch_module", ...) this config's class
+        declares (`_CLASSES`), imported (a torch one once torch is found there); None where it
+        declares none."""
+        classes = type(self)._CLASSES
+        path = None if classes is None else getattr(classes, role)
+        if path is None:
+            return None
+        if role.startswith("torch"):
+            require_torch(f"{type(self).__name__}.framework('torch')")
+        return resolve_import_path(path)
+
+    def get_default_learner_class(self) -> type:
+        """The algorithm's learner class (RLlib's method, behind `learner_class`): the numpy
+        learner its config declares (`_CLASSES`), or with torch (`uses_torch`) the torch one;
+        an algorithm with torch learners only answers its torch learner. The base config
+        answers for its `algo_class`'s config, else for the registry's default algorithm
+        (whose modules it builds: `default_module_class`)."""
+        classes = type(self)._CLASSES
+        if classes is None:  # the base config
+            algo_class = getattr(self, "algo_class", None)
+            own = algo_class.get_default_config() if algo_class is not None else default_config()
+            method = type(own).get_default_learner_class
+            if method is not FrameworkSection.get_default_learner_class:
+                return method(self)  # (a config class that names its learner itself)
+            classes = type(own)._CLASSES
+        if classes is None:
             raise NotImplementedError(
                 f"{type(self).__name__} names no learner class: give one with "
                 "training(learner_class=...)"
             )
-        return method(self)
+        on_torch = self.uses_torch or classes.numpy_learner is None
+        if on_torch:
+            require_torch(f"{type(self).__name__}.framework('torch')")
+        path = classes.torch_learner if on_torch else classes.numpy_learner
+        if path is None:
+            raise NotImplementedError(
+                f"{type(self).__name__} names no torch learner: give one with "
+                "training(learner_class=...)"
+            )
+        return resolve_import_path(path)
 
     def default_torch_module_class(self) -> type:
         """The class of this algorithm's default torch module (what an `RLModuleSpec` without a
-        module class builds with torch). An algorithm's config names its own, as RLlib's
-        `get_default_rl_module_spec` does; the base config builds the default algorithm's (see
-        `default_module_class`)."""
-        return default_config().default_torch_module_class()
+        module class builds with torch): the one its config declares (`_CLASSES`), as RLlib's
+        `get_default_rl_module_spec` names it; the base config builds the default algorithm's
+        (see `default_module_class`)."""
+        declared = self._declared_class("torch_module")
+        return declared if declared is not None else default_config().default_torch_module_class()
+
+    def _check_learner_class(self, name: str) -> None:
+        """A `training(learner_class=...)` that this algorithm's learner must be a subclass of
+        and is not (`AlgorithmClasses.required_learner_base`): ConfigError."""
+        classes = type(self)._CLASSES
+        given = self.__dict__.get("_learner_class")
+        if given is None or classes is None or classes.required_learner_base is None:
+            return
+        base = cast(type, self._declared_class("torch_learner"))
+        if not issubclass(given, base):
+            reason = classes.required_learner_reason
+            raise ConfigError(
+                f"{name}: learner_class={given.__qualname__} is not a subclass of "
+                f"{base.__name__} ({base.__module__}, RLlib's {classes.required_learner_base})"
+                + (f": {reason}" if reason else "")
+            )
 
     def _check_torch_config(self, name: str) -> None:
         """Raises ConfigError for a torch config that cannot run: torch not installed, or
@@ -213,6 +273,7 @@ class FrameworkSection(ConfigBase):
     def _validate_framework(self, name: str) -> None:
         if self.uses_torch:
             self._check_torch_config(name)
+            self._check_learner_class(name)
 
 
 def default_config() -> Any:

@@ -68,6 +68,8 @@ class RLModuleSection(ConfigBase):
 
         def default_torch_module_class(self) -> type: ...  # the framework section's
 
+        def _declared_class(self, role: str) -> type | None: ...  # the framework section's
+
         def _build_torch_module(self, *args: Any, **kwargs: Any) -> Any: ...
 
     algorithm_config_overrides_per_module: dict[str, dict[str, Any]]
@@ -282,12 +284,19 @@ class RLModuleSection(ConfigBase):
 
     def default_module_class(self) -> type:
         """The class of this algorithm's default numpy module (what an `RLModuleSpec`
-        without a module class builds). An algorithm's config names its own, as RLlib's
-        `get_default_rl_module_spec` does. The base config, from which RLlib builds no module
-        (its EnvRunner then samples random actions), builds the default algorithm's here
-        (`registry.DEFAULT_ALGORITHM`), so that an EnvRunner of `AlgorithmConfig()` samples
-        with a module as every other does."""
-        return default_config().default_module_class()
+        without a module class builds): the one its config declares (`_CLASSES`), as RLlib's
+        `get_default_rl_module_spec` names it. The base config (and an algorithm with torch
+        modules only), from which RLlib builds no numpy module, builds the default
+        algorithm's here (`registry.DEFAULT_ALGORITHM`), so that an EnvRunner of
+        `AlgorithmConfig()` samples with a module as every other does."""
+        declared = self._declared_class("numpy_module")
+        return declared if declared is not None else default_config().default_module_class()
+
+    def _numpy_module_kwargs(self, inference_only: bool) -> dict[str, Any]:
+        """What the default numpy module is built with besides its spaces, model config and
+        seed (`build_module`): none here; an algorithm's config adds the settings its module
+        takes (DQN's dueling head, SAC's twin critics)."""
+        return {}
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
@@ -351,7 +360,9 @@ class RLModuleSection(ConfigBase):
         (`inference_only`: the EnvRunners' copy)."""
         if self.uses_torch:
             return self._build_torch_module(spaces, seed, inference_only)
-        return self.default_module_class()(spaces, self.model, seed=seed)
+        return self.default_module_class()(
+            spaces, self.model, seed=seed, **self._numpy_module_kwargs(inference_only)
+        )
 
     def _refuse_unrunnable_module_spec(self, name: str) -> None:
         """A single-agent `RLModuleSpec` this project cannot run: a module class that is no

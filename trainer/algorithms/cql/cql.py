@@ -9,21 +9,27 @@ policy to the evaluation EnvRunners.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import ConfigError
 from trainer.algorithms.offline_training import OfflineAlgorithm
+from trainer.algorithms.sac.sac import CLASSES as SAC_CLASSES
 from trainer.algorithms.sac.sac import SACConfig
 from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import NoEffect, Unsupported
-from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_above, number_at_least
-from trainer.util.import_paths import resolve_import_path
 
-#: CQL's numpy learner, named by its import path: it reads its settings off a `CQLConfig` (it
-#: imports this module), so this module does not import it.
-NUMPY_LEARNER = "trainer.algorithms.cql.cql_learner:CQLLearner"
+#: CQL's learners and torch module (`AlgorithmClasses`), named by import path (the learners
+#: read their settings off a `CQLConfig`: they import this module); the numpy module is SAC's.
+#: A torch `learner_class` must be a CQLTorchLearner.
+CLASSES = dataclasses.replace(
+    SAC_CLASSES,
+    numpy_learner="trainer.algorithms.cql.cql_learner:CQLLearner",
+    torch_learner="trainer.algorithms.cql.torch_learner:CQLTorchLearner",
+    torch_module="trainer.algorithms.cql.torch_module:DefaultCQLTorchRLModule",
+    required_learner_base="ray.rllib.algorithms.cql.torch.cql_torch_learner.CQLTorchLearner",
+)
 
 _UNUSED_BY_RLLIB = (
     "RLlib 2.60's CQL stores it and its learner does not read it (the Lagrangian variant of "
@@ -38,6 +44,7 @@ class CQLConfig(SACConfig):
     `min_train_timesteps_per_iteration=100`. `lr` stays None (RLlib's default 3e-4 is refused
     by its own validate(), so every RLlib CQL script sets `lr=None`)."""
 
+    _CLASSES = CLASSES
     _LEARNS_OFFLINE = True
     _MULTI_AGENT_TRAINING = False
     bc_iters: int = setting(
@@ -84,39 +91,9 @@ class CQLConfig(SACConfig):
         super().validate()
         self._require_recorded_data("CQLConfig")
 
-    def _check_torch_learner_class(self) -> None:
-        learner_class = self.__dict__.get("_learner_class")
-        if learner_class is None:
-            return
-        from trainer.algorithms.cql.torch_learner import CQLTorchLearner
-
-        if not issubclass(learner_class, CQLTorchLearner):
-            raise ConfigError(
-                f"CQLConfig: learner_class={learner_class.__qualname__} is not a subclass of "
-                "CQLTorchLearner (trainer.algorithms.cql.torch_learner, RLlib's "
-                "ray.rllib.algorithms.cql.torch.cql_torch_learner.CQLTorchLearner)"
-            )
-
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return {**super()._model_config_auto_includes, "num_actions": self.num_actions}
-
-    def get_default_learner_class(self) -> type:
-        """CQL's learner (RLlib's method, behind `learner_class`): the numpy `CQLLearner`,
-        or with torch (`uses_torch`) `CQLTorchLearner`."""
-        if not self.uses_torch:
-            return resolve_import_path(NUMPY_LEARNER)
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.cql.torch_learner import CQLTorchLearner
-
-        return CQLTorchLearner
-
-    def default_torch_module_class(self) -> type:
-        """RLlib's DefaultCQLTorchRLModule."""
-        require_torch("CQLConfig.framework('torch')")
-        from trainer.algorithms.cql.torch_module import DefaultCQLTorchRLModule
-
-        return DefaultCQLTorchRLModule
 
 
 class CQL(OfflineAlgorithm):
@@ -130,17 +107,6 @@ class CQL(OfflineAlgorithm):
     @classmethod
     def get_default_config(cls) -> CQLConfig:
         return CQLConfig()
-
-    @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """`config.learner_class`: the numpy `CQLLearner` for `spaces`, or with torch
-        (`CQLTorchLearner` or the class given) over a freshly built module."""
-        if not config.uses_torch:
-            return config.learner_class(config, spaces)
-        module = config.build_module(spaces, seed=config.seed)
-        if config["num_gpus_per_learner"]:  # validate() found CUDA
-            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        return config.learner_class(config, module)
 
     def training_step(self) -> None:
         """The offline training step, the learner told which iteration runs (`bc_iters`

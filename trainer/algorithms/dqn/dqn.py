@@ -15,8 +15,7 @@ from typing import Any, ClassVar
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
 from trainer.algorithms.config.base import is_search_space
-from trainer.algorithms.dqn.q_module import QModule
-from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.off_policy import OffPolicyAlgorithm
 from trainer.algorithms.off_policy import (  # RLlib's dqn.dqn name, shared with SAC
     calculate_rr_weights as calculate_rr_weights,
@@ -26,7 +25,6 @@ from trainer.algorithms.replay import (
     buffer_fits_agents,
     check_n_step,
     check_replay_buffer_config,
-    make_replay_buffer,
     max_n_step,
     updated_buffer_config,
 )
@@ -34,8 +32,6 @@ from trainer.algorithms.settings import UsualRange, in_range, setting
 from trainer.capabilities import TORCH
 from trainer.compat.rllib_settings import NO_RNN, OLD_SCHEDULE, OLD_STACK, NoEffect, Unsupported
 from trainer.core.schedules import Schedule
-from trainer.runners.env_runner_group import spaces_of
-from trainer.torch_rl import require_torch
 from trainer.util.checks import (
     finite_number,
     int_at_least,
@@ -44,16 +40,24 @@ from trainer.util.checks import (
     one_of,
     optional,
 )
-from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
-#: DQN's numpy learner, named by its import path: it reads its settings off a `DQNConfig` (it
-#: imports this module), so this module does not import it.
-NUMPY_LEARNER = "trainer.algorithms.dqn.dqn_learner:DQNLearner"
+#: DQN's learners and default modules (`AlgorithmClasses`), named by import path: the learners
+#: read their settings off a `DQNConfig` (they import this module). The numpy learner builds
+#: its target network as its Q network; a torch `learner_class` must be a DQNTorchLearner.
+CLASSES = AlgorithmClasses(
+    numpy_learner="trainer.algorithms.dqn.dqn_learner:DQNLearner",
+    torch_learner="trainer.algorithms.dqn.torch_learner:DQNTorchLearner",
+    numpy_module="trainer.algorithms.dqn.q_module:QModule",
+    torch_module="trainer.algorithms.dqn.torch_module:DefaultDQNTorchRLModule",
+    numpy_targets_from_build=True,
+    required_learner_base="ray.rllib.algorithms.dqn.torch.dqn_torch_learner.DQNTorchLearner",
+    required_learner_reason="DQN's learner trains on replayed transitions",
+)
 
 
 def _check_epsilon(value: Any) -> str | None:
@@ -167,6 +171,7 @@ class DQNConfig(AlgorithmConfig):
             "burn_in_len": NoEffect(0, NO_RNN),
         },
     }
+    _CLASSES = CLASSES
     _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
         "lr": 5e-4,
@@ -218,7 +223,6 @@ class DQNConfig(AlgorithmConfig):
                     "framework('numpy')); torch DQN runs single-agent",
                     TORCH,
                 )
-            self._check_torch_learner_class()
         n_max = max_n_step(self.n_step)
         if self.rollout_fragment_length != "auto" and self.rollout_fragment_length < n_max:
             raise ConfigError(
@@ -227,22 +231,6 @@ class DQNConfig(AlgorithmConfig):
             )
         buffer_fits_agents("DQNConfig", self.replay_buffer_config, bool(self.is_multi_agent))
 
-    def _check_torch_learner_class(self) -> None:
-        """A `learner_class` for DQN must be a DQNTorchLearner (it trains on replayed
-        transitions, not on episodes as PPO's learner does)."""
-        learner_class = self.__dict__.get("_learner_class")
-        if learner_class is None:
-            return
-        from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
-
-        if not issubclass(learner_class, DQNTorchLearner):
-            raise ConfigError(
-                f"DQNConfig: learner_class={learner_class.__qualname__} is not a subclass of "
-                "DQNTorchLearner (trainer.algorithms.dqn.torch_learner, RLlib's "
-                "ray.rllib.algorithms.dqn.torch.dqn_torch_learner.DQNTorchLearner): DQN's "
-                "learner trains on replayed transitions"
-            )
-
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         if self.rollout_fragment_length == "auto":
             return max_n_step(self.n_step)
@@ -250,9 +238,6 @@ class DQNConfig(AlgorithmConfig):
 
     def _default_exploration_config(self) -> dict:
         return {"type": "EpsilonGreedy", "epsilon_schedule": self.epsilon}
-
-    def default_module_class(self) -> type:
-        return QModule
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
@@ -278,42 +263,10 @@ class DQNConfig(AlgorithmConfig):
             "v_max": self.v_max,
         }
 
-    def get_default_learner_class(self) -> type:
-        """DQN's learner (RLlib's method, behind `learner_class`): the numpy `DQNLearner`,
-        or with torch (`uses_torch`) `DQNTorchLearner`."""
-        if not self.uses_torch:
-            return resolve_import_path(NUMPY_LEARNER)
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
-
-        return DQNTorchLearner
-
-    def default_torch_module_class(self) -> type:
-        """RLlib's DefaultDQNTorchRLModule."""
-        require_torch("DQNConfig.framework('torch')")
-        from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
-
-        return DefaultDQNTorchRLModule
-
-    def build_module(
-        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
-    ) -> Any:
-        """The numpy QModule, or with torch a view of the spec's or the default torch module
-        (its model config with DQN's `dueling`, `double_q`, `num_atoms`, `v_min`, `v_max`,
-        `epsilon` and `std_init`, as RLlib's)."""
-        if self.uses_torch:
-            return self._build_torch_module(spaces, seed, inference_only)
-        if self.num_atoms == 1:
-            return QModule(spaces, self.model, dueling=self.dueling, seed=seed)
-        return QModule(
-            spaces,
-            self.model,
-            dueling=self.dueling,
-            num_atoms=self.num_atoms,
-            v_min=self.v_min,
-            v_max=self.v_max,
-            seed=seed,
-        )
+    def _numpy_module_kwargs(self, inference_only: bool) -> dict[str, Any]:
+        """The numpy QModule's `dueling` and, with `num_atoms > 1`, its support (as its model
+        config has them, `_model_config_auto_includes`)."""
+        return dict(self._model_config_auto_includes)
 
 
 class DQN(OffPolicyAlgorithm):
@@ -324,27 +277,3 @@ class DQN(OffPolicyAlgorithm):
     @classmethod
     def get_default_config(cls) -> DQNConfig:
         return DQNConfig()
-
-    @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """`config.learner_class` (the numpy `DQNLearner`, or with torch `DQNTorchLearner` or
-        the class given) for `spaces`; multi-agent, a learner (Q network, target network,
-        optimizer) per module with weights."""
-        if config.is_multi_agent:
-            return build_multi_agent_learner(
-                config,
-                spaces,
-                lambda config, build: resolve_import_path(NUMPY_LEARNER)(config, None, build=build),
-            )
-        if not config.uses_torch:
-            return config.learner_class(config, spaces)
-        module = config.build_module(spaces, seed=config.seed)
-        if config["num_gpus_per_learner"]:  # validate() found CUDA
-            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        return config.learner_class(config, module)
-
-    def setup_learner(self) -> None:
-        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
-        self.local_replay_buffer = make_replay_buffer(
-            self.config.replay_buffer_config, seed=self.config.seed
-        )

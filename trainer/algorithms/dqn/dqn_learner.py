@@ -116,14 +116,18 @@ class DQNLearner(NumpyLearner):
         config: DQNConfig,
         spaces: SpaceInfo | None,
         build: Callable[[], Any] | None = None,
+        module: Any = None,
     ):
         """`build`: makes the module to train and its target network alike (a multi-agent
-        run's, from its spec); None builds the config's for `spaces`."""
+        run's, from its spec); `module`: the module to train, built by `build` already (its
+        target network is then built by `build` again). None builds the config's for
+        `spaces`."""
         if build is None:
             module = config.build_module(spaces, seed=config.seed)
             self.target = config.build_module(spaces, seed=config.seed)
         else:
-            module, self.target = build(), build()
+            module = module if module is not None else build()
+            self.target = build()
         super().__init__(config, module)
         self.target.flat_params[:] = self.module.flat_params
         self._last_target_update_step = 0

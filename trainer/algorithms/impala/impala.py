@@ -26,6 +26,7 @@ from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.config.training import schedule_check
 from trainer.algorithms.impala.impala_learner import (
     IMPALALearner,
@@ -39,14 +40,8 @@ from trainer.algorithms.impala.learner_thread import (
     LearnerThread,
     TrainBatch,
 )
-from trainer.algorithms.learner_pieces import build_learner_pieces, run_learner_pieces
-from trainer.algorithms.multi_agent_learner import (
-    ModuleBuilder,
-    MultiAgentLearner,
-    build_multi_agent_learner,
-    episodes_by_module,
-)
-from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.learner_pieces import run_learner_pieces
+from trainer.algorithms.multi_agent_learner import MultiAgentLearner, episodes_by_module
 from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import OLD_SCHEDULE, OLD_STACK, NoEffect
 from trainer.core.blas import BlasThreads
@@ -61,8 +56,6 @@ from trainer.metrics import (
     NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS,
     TIMERS,
 )
-from trainer.runners.env_runner_group import spaces_of
-from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_at_least
 
 #: RLlib's result keys (`ray.rllib.utils.metrics`, `impala_learner`).
@@ -80,6 +73,15 @@ SAMPLE_TAG = "sample"
 #: How long a training step waits for a sample reply when none has arrived (seconds): the
 #: driver sleeps on the EnvRunners' pipes instead of spinning on them.
 _REPLY_WAIT_S = 0.05
+
+#: IMPALA's learners (`AlgorithmClasses`) and PPO's modules (RLlib's IMPALA trains PPO's:
+#: a policy and a value network), named by import path.
+CLASSES = AlgorithmClasses(
+    numpy_learner="trainer.algorithms.impala.impala_learner:IMPALALearner",
+    torch_learner="trainer.algorithms.impala.torch_learner:IMPALATorchLearner",
+    numpy_module="trainer.algorithms.ppo.module:PolicyModule",
+    torch_module="trainer.algorithms.ppo.torch_module:DefaultPPOTorchRLModule",
+)
 
 
 @dataclass
@@ -184,6 +186,7 @@ class IMPALAConfig(AlgorithmConfig):
         "exploration_config": {"type": "StochasticSampling"},
     }
 
+    _CLASSES = CLASSES
     #: A learner per policy (`multi_agent(policies=...)`).
     _MULTI_AGENT_TRAINING = True
 
@@ -195,26 +198,6 @@ class IMPALAConfig(AlgorithmConfig):
         """RLlib's 1 / replay_proportion (0.0: no replay, the only value here)."""
         proportion = self["replay_proportion"]
         return 1.0 / proportion if proportion > 0 else 0.0
-
-    def default_module_class(self) -> type:
-        """PPO's policy-and-value module (RLlib's IMPALA uses PPO's catalog and module)."""
-        return PolicyModule
-
-    def get_default_learner_class(self) -> type:
-        """IMPALA's learner (RLlib's method, behind `learner_class`): the numpy `IMPALALearner`,
-        or with torch (`uses_torch`) `IMPALATorchLearner`."""
-        if not self.uses_torch:
-            return IMPALALearner
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.impala.torch_learner import IMPALATorchLearner
-
-        return IMPALATorchLearner
-
-    def default_torch_module_class(self) -> type:
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
-
-        return DefaultPPOTorchRLModule
 
     def validate(self) -> None:
         super().validate()
@@ -261,36 +244,14 @@ class IMPALA(Algorithm):
         return IMPALAConfig()
 
     # -- the learner and its thread ----------------------------------------------------------
-    @staticmethod
-    def module_learner(config: IMPALAConfig, module: Any, module_id: Any) -> Any:
-        """The learner of one module: `config.learner_class` (the torch learner, or the class
-        given) for a torch module, the numpy learner for a default numpy module."""
-        if getattr(module, "framework", None) == "torch":
-            return config.learner_class(config, module, module_id=module_id)
-        return config.learner_class(config, None, module=module)
-
-    @classmethod
-    def learner_for(cls, config: AlgorithmConfig, spaces: Any) -> IMPALALearner | MultiAgentLearner:
-        """The learner for `spaces` (multi-agent: a learner per trained module)."""
-        config = cast(IMPALAConfig, config)
-        if not config.is_multi_agent:
-            module = config.build_module(spaces, seed=config.seed)
-            return cls.module_learner(config, module, DEFAULT_MODULE_ID)
-
-        def make_learner(module_config: IMPALAConfig, build: ModuleBuilder) -> Any:
-            return cls.module_learner(module_config, build(), build.module_id)
-
-        return build_multi_agent_learner(config, spaces, make_learner)
-
     def learner_queue(self) -> BatchQueue | CircularBuffer:
         """The learner thread's queue: `learner_queue_size` batches, first in, first out."""
         return BatchQueue(self.config.learner_queue_size)
 
     def setup_learner(self) -> None:
-        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
-        self.learner_connector = build_learner_pieces(
-            self.config, spaces_of(self.env_runner_group), self.learner
-        )
+        """The learner (`Algorithm.learner_for`) and the learner pieces, and the learner
+        thread (started paused) with what it runs in."""
+        super().setup_learner()
         #: The algorithm's iterations run inside these: numpy's products on one BLAS thread
         #: (and a torch learner's on one torch thread), while the EnvRunners sample on the
         #: other cores.

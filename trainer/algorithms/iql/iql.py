@@ -14,25 +14,28 @@ from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import ConfigError, NotProvided
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.config.training import check_lr
 from trainer.algorithms.marwil.marwil import MARWILConfig
 from trainer.algorithms.offline_training import OfflineAlgorithm
 from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import NoEffect, Unsupported
-from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_above
-from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
-#: IQL's numpy learner and module (SAC's with a value network), named by their import paths:
-#: the learner's module reads its settings off an `IQLConfig` (it imports this module), so
-#: this module does not import it.
-NUMPY_LEARNER = "trainer.algorithms.iql.iql_learner:IQLLearner"
-NUMPY_MODULE = "trainer.algorithms.iql.iql_learner:IQLModule"
+#: IQL's learners and default modules (`AlgorithmClasses`; the numpy module is SAC's with a
+#: value network), named by import path: the learners read their settings off an `IQLConfig`
+#: (they import this module).
+CLASSES = AlgorithmClasses(
+    numpy_learner="trainer.algorithms.iql.iql_learner:IQLLearner",
+    torch_learner="trainer.algorithms.iql.torch_learner:IQLTorchLearner",
+    numpy_module="trainer.algorithms.iql.iql_learner:IQLModule",
+    torch_module="trainer.algorithms.iql.torch_module:DefaultIQLTorchRLModule",
+)
 
 
 def _must_be_none(value: Any) -> str | None:
@@ -79,6 +82,7 @@ class IQLConfig(MARWILConfig):
         "offline_data": MARWILConfig._ALGO_RLLIB_SETTINGS["offline_data"],
     }
     _DEFAULT_OVERRIDES = {**MARWILConfig._DEFAULT_OVERRIDES, "beta": 0.1, "lr": None}
+    _CLASSES = CLASSES
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or IQL)
@@ -107,37 +111,9 @@ class IQLConfig(MARWILConfig):
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return {"twin_q": self.twin_q}
 
-    def default_module_class(self) -> type:
-        """The numpy module: SAC's with a value network."""
-        return resolve_import_path(NUMPY_MODULE)
-
-    def build_module(
-        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
-    ) -> Any:
-        """The numpy IQLModule, or with torch a view of the spec's or the default torch
-        module."""
-        if self.uses_torch:
-            return self._build_torch_module(spaces, seed, inference_only)
-        return resolve_import_path(NUMPY_MODULE)(
-            spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
-        )
-
-    def get_default_learner_class(self) -> type:
-        """IQL's learner (RLlib's method, behind `learner_class`): the numpy `IQLLearner`,
-        or with torch (`uses_torch`) `IQLTorchLearner`."""
-        if not self.uses_torch:
-            return resolve_import_path(NUMPY_LEARNER)
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.iql.torch_learner import IQLTorchLearner
-
-        return IQLTorchLearner
-
-    def default_torch_module_class(self) -> type:
-        """RLlib's DefaultIQLTorchRLModule."""
-        require_torch("IQLConfig.framework('torch')")
-        from trainer.algorithms.iql.torch_module import DefaultIQLTorchRLModule
-
-        return DefaultIQLTorchRLModule
+    def _numpy_module_kwargs(self, inference_only: bool) -> dict[str, Any]:
+        """The numpy IQLModule's twin critics, and whether it is the EnvRunners' copy."""
+        return {"twin_q": self.twin_q, "inference_only": inference_only}
 
 
 class IQL(OfflineAlgorithm):
@@ -151,14 +127,3 @@ class IQL(OfflineAlgorithm):
     @classmethod
     def get_default_config(cls) -> IQLConfig:
         return IQLConfig()
-
-    @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """`config.learner_class`: the numpy `IQLLearner` for `spaces`, or with torch
-        (`IQLTorchLearner` or the class given) over a freshly built module."""
-        if not config.uses_torch:
-            return config.learner_class(config, spaces)
-        module = config.build_module(spaces, seed=config.seed)
-        if config["num_gpus_per_learner"]:  # validate() found CUDA
-            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        return config.learner_class(config, module)

@@ -13,14 +13,22 @@ from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
-from trainer.algorithms.marwil.marwil_learner import MARWILLearner
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.offline_training import OfflineAlgorithm
-from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.settings import setting
 from trainer.capabilities import OFFLINE
 from trainer.compat.rllib_settings import RAY_DATA_OPTION, NoEffect, Unsupported
-from trainer.torch_rl import require_torch
 from trainer.util.checks import finite_number, number_at_least
+
+#: MARWIL's learners (`AlgorithmClasses`) and PPO's modules (RLlib's MARWIL trains PPO's:
+#: a policy and a value network), named by import path: the learners read their settings off
+#: a `MARWILConfig` (they import this module).
+CLASSES = AlgorithmClasses(
+    numpy_learner="trainer.algorithms.marwil.marwil_learner:MARWILLearner",
+    torch_learner="trainer.algorithms.marwil.torch_learner:MARWILTorchLearner",
+    numpy_module="trainer.algorithms.ppo.module:PolicyModule",
+    torch_module="trainer.algorithms.ppo.torch_module:DefaultPPOTorchRLModule",
+)
 
 
 class MARWILConfig(AlgorithmConfig):
@@ -29,6 +37,7 @@ class MARWILConfig(AlgorithmConfig):
     `vf_coeff=1.0`, `lr=1e-4`, `train_batch_size=2000`, `num_env_runners=0`; the module is PPO's
     (a policy and a value network)."""
 
+    _CLASSES = CLASSES
     _LEARNS_OFFLINE = True
     beta: float = setting(
         1.0,
@@ -81,27 +90,6 @@ class MARWILConfig(AlgorithmConfig):
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or MARWIL)
 
-    def default_module_class(self) -> type:
-        """The numpy module: PPO's policy-and-value module (RLlib's MARWIL uses PPO's)."""
-        return PolicyModule
-
-    def get_default_learner_class(self) -> type:
-        """MARWIL's learner (RLlib's method, behind `learner_class`): the numpy `MARWILLearner`,
-        or with torch (`uses_torch`) `MARWILTorchLearner`."""
-        if not self.uses_torch:
-            return MARWILLearner
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.marwil.torch_learner import MARWILTorchLearner
-
-        return MARWILTorchLearner
-
-    def default_torch_module_class(self) -> type:
-        """The torch module: RLlib's DefaultPPOTorchRLModule, as RLlib's MARWIL."""
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
-
-        return DefaultPPOTorchRLModule
-
     def validate(self) -> None:
         super().validate()
         name = type(self).__name__
@@ -126,7 +114,6 @@ class MARWIL(OfflineAlgorithm):
         return MARWILConfig()
 
     @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """`config.learner_class` (`MARWILLearner`, or with torch `MARWILTorchLearner` or the
-        class given) over a freshly built module."""
+    def numpy_learner_for(cls, config: Any, spaces: Any) -> Any:
+        """MARWIL's numpy learner takes its module, built here for `spaces`."""
         return config.learner_class(config, config.build_module(spaces, seed=config.seed))

@@ -10,14 +10,10 @@ from typing import Any, ClassVar, cast
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.config.training import schedule_check
-from trainer.algorithms.learner_pieces import build_learner_pieces, run_learner_pieces
-from trainer.algorithms.multi_agent_learner import (
-    ModuleBuilder,
-    MultiAgentLearner,
-    build_multi_agent_learner,
-)
-from trainer.algorithms.ppo.module import PolicyModule
+from trainer.algorithms.learner_pieces import run_learner_pieces
+from trainer.algorithms.multi_agent_learner import MultiAgentLearner
 from trainer.algorithms.settings import UsualRange, in_range, setting
 from trainer.compat.rllib_settings import OLD_SCHEDULE, NoEffect, Unsupported
 from trainer.core.learner import Learner
@@ -28,14 +24,16 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TIMERS,
 )
-from trainer.runners.env_runner_group import spaces_of
-from trainer.torch_rl import require_torch
 from trainer.util.checks import finite_number, is_bool, number_at_least, number_at_least_or_inf
-from trainer.util.import_paths import resolve_import_path
 
-#: PPO's numpy learner, named by its import path: it reads its settings off a `PPOConfig` (it
-#: imports this module), so this module does not import it.
-NUMPY_LEARNER = "trainer.algorithms.ppo.ppo_learner:PPOLearner"
+#: PPO's learners and default modules (`AlgorithmClasses`), named by import path: the learners
+#: read their settings off a `PPOConfig` (they import this module).
+CLASSES = AlgorithmClasses(
+    numpy_learner="trainer.algorithms.ppo.ppo_learner:PPOLearner",
+    torch_learner="trainer.algorithms.ppo.torch_learner:PPOTorchLearner",
+    numpy_module="trainer.algorithms.ppo.module:PolicyModule",
+    torch_module="trainer.algorithms.ppo.torch_module:DefaultPPOTorchRLModule",
+)
 
 
 class PPOConfig(AlgorithmConfig):
@@ -114,6 +112,7 @@ class PPOConfig(AlgorithmConfig):
             ),
         },
     }
+    _CLASSES = CLASSES
     _MULTI_AGENT_TRAINING = True
     _LEARNER_ONLY_MODULES = True
     _DEFAULT_OVERRIDES = {
@@ -132,28 +131,6 @@ class PPOConfig(AlgorithmConfig):
 
     def __init__(self, algo_class: type[Algorithm] | None = None):
         super().__init__(algo_class=algo_class or PPO)
-
-    def default_module_class(self) -> type:
-        """PPO's default numpy module: the policy-and-value module."""
-        return PolicyModule
-
-    def get_default_learner_class(self) -> type:
-        """PPO's learner (RLlib's method, behind `learner_class`): the numpy `PPOLearner`,
-        or with torch (`uses_torch`) `PPOTorchLearner`."""
-        if not self.uses_torch:
-            return resolve_import_path(NUMPY_LEARNER)
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
-
-        return PPOTorchLearner
-
-    def default_torch_module_class(self) -> type:
-        """PPO's default torch module: RLlib's DefaultPPOTorchRLModule."""
-
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
-
-        return DefaultPPOTorchRLModule
 
     def validate(self) -> None:
         super().validate()
@@ -174,18 +151,6 @@ class PPOConfig(AlgorithmConfig):
             )
 
 
-def _module_learner(config: PPOConfig, build: ModuleBuilder) -> Any:
-    """One module's learner in a multi-agent PPO: `PPOTorchLearner` (or the config's
-    `learner_class`) for a torch module, on the GPU the config asks for, the numpy
-    `PPOLearner` for a default numpy module."""
-    module = build()
-    if getattr(module, "framework", None) != "torch":
-        return resolve_import_path(NUMPY_LEARNER)(config, None, module=module)
-    if config["num_gpus_per_learner"]:  # validate() found CUDA
-        module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-    return config.learner_class(config, module, module_id=build.module_id)
-
-
 class PPO(Algorithm):
     config: PPOConfig
     #: A `PPOLearner`, a `PPOTorchLearner` (or the config's learner_class), or multi-agent a
@@ -198,34 +163,6 @@ class PPO(Algorithm):
     @classmethod
     def get_default_config(cls) -> PPOConfig:
         return PPOConfig()
-
-    def setup_learner(self) -> None:
-        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
-        self.learner_connector = build_learner_pieces(
-            self.config, spaces_of(self.env_runner_group), self.learner
-        )
-
-    @classmethod
-    def learner_for(cls, config: AlgorithmConfig, spaces: Any) -> Any:
-        """PPO's learner for `spaces`: `config.learner_class` (`PPOLearner`, or with torch
-        `PPOTorchLearner` or the class given) over a freshly built module, with the
-        learner-only modules' learners beside a torch one; multi-agent, a learner per module."""
-        config = cast(PPOConfig, config)
-        if config.is_multi_agent:
-            return build_multi_agent_learner(config, spaces, _module_learner)
-        if not config.uses_torch:
-            return config.learner_class(config, spaces)
-        module = config.build_module(spaces, seed=config.seed)
-        if config["num_gpus_per_learner"]:  # validate() found CUDA
-            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        learner = config.learner_class(config, module)
-        if config.learner_only_module_specs():
-            from trainer.torch_rl.self_supervised import build_learner_only_learners
-
-            learner.add_learner_only_learners(
-                build_learner_only_learners(config, module.rl_module, config.seed)
-            )
-        return learner
 
     def _learner_modules(self) -> Any:
         """What the learner pieces get as `rl_module`: the learner's module, or, beside

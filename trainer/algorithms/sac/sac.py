@@ -17,34 +17,37 @@ from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
+from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.config.training import check_lr
-from trainer.algorithms.multi_agent_learner import build_multi_agent_learner
 from trainer.algorithms.off_policy import OffPolicyAlgorithm
 from trainer.algorithms.replay import (
     BUFFER_DEFAULTS,
     buffer_fits_agents,
     check_n_step,
     check_replay_buffer_config,
-    make_replay_buffer,
     max_n_step,
     updated_buffer_config,
 )
-from trainer.algorithms.sac.sac_module import SACModule
 from trainer.algorithms.settings import setting
 from trainer.compat.rllib_settings import OLD_STACK, NoEffect, Unsupported
-from trainer.runners.env_runner_group import spaces_of
-from trainer.torch_rl import require_torch
 from trainer.util.checks import int_at_least, is_bool, number_above, optional
-from trainer.util.import_paths import resolve_import_path
 
 if sys.version_info >= (3, 11):
     from typing import Self
 else:  # typing_extensions: a dependency on Python 3.10 (setup.cfg)
     from typing_extensions import Self
 
-#: SAC's numpy learner, named by its import path: it reads its settings off a `SACConfig` (it
-#: imports this module), so this module does not import it.
-NUMPY_LEARNER = "trainer.algorithms.sac.sac_learner:SACLearner"
+#: SAC's learners and default modules (`AlgorithmClasses`), named by import path: the learners
+#: read their settings off a `SACConfig` (they import this module). The numpy learner builds
+#: its target critics as its module; a torch `learner_class` must be a SACTorchLearner.
+CLASSES = AlgorithmClasses(
+    numpy_learner="trainer.algorithms.sac.sac_learner:SACLearner",
+    torch_learner="trainer.algorithms.sac.torch_learner:SACTorchLearner",
+    numpy_module="trainer.algorithms.sac.sac_module:SACModule",
+    torch_module="trainer.algorithms.sac.torch_module:DefaultSACTorchRLModule",
+    numpy_targets_from_build=True,
+    required_learner_base="ray.rllib.algorithms.sac.torch.sac_torch_learner.SACTorchLearner",
+)
 
 #: RLlib's old-stack model dicts (`q_model_config`, `policy_model_config`) at their defaults.
 _OLD_STACK_MODEL: dict[str, Any] = {
@@ -154,6 +157,7 @@ class SACConfig(AlgorithmConfig):
             ),
         },
     }
+    _CLASSES = CLASSES
     _MULTI_AGENT_TRAINING = True
     _DEFAULT_OVERRIDES = {
         "exploration_config": {"type": "StochasticSampling"},
@@ -203,75 +207,21 @@ class SACConfig(AlgorithmConfig):
             )
         if self.grad_clip is not None and self.grad_clip <= 0:
             raise ConfigError(f"SACConfig: grad_clip={self.grad_clip} must be > 0 (or None)")
-        if self.uses_torch:
-            self._check_torch_learner_class()
         buffer_fits_agents("SACConfig", self.replay_buffer_config, bool(self.is_multi_agent))
-
-    def _check_torch_learner_class(self) -> None:
-        """A `learner_class` for SAC must be a SACTorchLearner."""
-        learner_class = self.__dict__.get("_learner_class")
-        if learner_class is None:
-            return
-        from trainer.algorithms.sac.torch_learner import SACTorchLearner
-
-        if not issubclass(learner_class, SACTorchLearner):
-            raise ConfigError(
-                f"SACConfig: learner_class={learner_class.__qualname__} is not a subclass of "
-                "SACTorchLearner (trainer.algorithms.sac.torch_learner, RLlib's "
-                "ray.rllib.algorithms.sac.torch.sac_torch_learner.SACTorchLearner)"
-            )
 
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         if self.rollout_fragment_length == "auto":
             return max_n_step(self.n_step)
         return self.rollout_fragment_length
 
-    def default_module_class(self) -> type:
-        return SACModule
-
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
         return {"twin_q": self.twin_q}
 
-    def get_default_learner_class(self) -> type:
-        """SAC's learner (RLlib's method, behind `learner_class`): the numpy `SACLearner`,
-        or with torch (`uses_torch`) `SACTorchLearner`."""
-        if not self.uses_torch:
-            return resolve_import_path(NUMPY_LEARNER)
-        require_torch(f"{type(self).__name__}.framework('torch')")
-        from trainer.algorithms.sac.torch_learner import SACTorchLearner
-
-        return SACTorchLearner
-
-    def default_torch_module_class(self) -> type:
-        """RLlib's DefaultSACTorchRLModule."""
-        require_torch("SACConfig.framework('torch')")
-        from trainer.algorithms.sac.torch_module import DefaultSACTorchRLModule
-
-        return DefaultSACTorchRLModule
-
-    def build_module(
-        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
-    ) -> Any:
-        """The numpy SACModule, or with torch a view of the spec's or the default torch
-        module."""
-        if self.uses_torch:
-            return self._build_torch_module(spaces, seed, inference_only)
-        return SACModule(
-            spaces, self.model, twin_q=self.twin_q, seed=seed, inference_only=inference_only
-        )
-
-
-def _module_learner(config: SACConfig, build: Any) -> Any:
-    """One module's learner in a multi-agent SAC: `SACTorchLearner` (or the config's
-    `learner_class`) for a torch module, the numpy `SACLearner` (module and target critics
-    both from `build`) for a default numpy module."""
-    module = build()
-    if getattr(module, "framework", None) != "torch":
-        return resolve_import_path(NUMPY_LEARNER)(config, None, build=build, module=module)
-    if config["num_gpus_per_learner"]:  # validate() found CUDA
-        module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-    return config.learner_class(config, module, module_id=build.module_id)
+    def _numpy_module_kwargs(self, inference_only: bool) -> dict[str, Any]:
+        """The numpy SACModule's twin critics, and whether it is the EnvRunners' copy (the
+        policy only)."""
+        return {"twin_q": self.twin_q, "inference_only": inference_only}
 
 
 class SAC(OffPolicyAlgorithm):
@@ -285,21 +235,3 @@ class SAC(OffPolicyAlgorithm):
     @classmethod
     def get_default_config(cls) -> SACConfig:
         return SACConfig()
-
-    @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """`config.learner_class` (the numpy `SACLearner`, or with torch `SACTorchLearner` or
-        the class given) for `spaces`; multi-agent, a learner per module."""
-        if config.is_multi_agent:
-            return build_multi_agent_learner(config, spaces, _module_learner)
-        if not config.uses_torch:
-            return config.learner_class(config, spaces)
-        module = config.build_module(spaces, seed=config.seed)
-        if config["num_gpus_per_learner"]:  # validate() found CUDA
-            module.rl_module.to("cuda")  # the EnvRunners' copies stay on the CPU
-        return config.learner_class(config, module)
-
-    def setup_learner(self) -> None:
-        config = self.config
-        self.learner = self.learner_for(config, spaces_of(self.env_runner_group))
-        self.local_replay_buffer = make_replay_buffer(config.replay_buffer_config, seed=config.seed)

@@ -1,5 +1,6 @@
-"""VPG, vanilla policy gradient without a baseline: `VPGConfig` and the `VPG` algorithm
-(RLlib's example custom algorithm, `ray.rllib.examples.algorithms.classes.vpg`).
+"""VPG, vanilla policy gradient without a baseline: the `VPG` algorithm (RLlib's example custom
+algorithm, `ray.rllib.examples.algorithms.classes.vpg`, which also has `VPGConfig`, from
+`config.py`).
 
 One training step:
 
@@ -7,31 +8,19 @@ One training step:
    episodes with the current policy pi_theta (in parallel; the local EnvRunner when there are
    no remote ones), and returns them with its metrics;
 2. update: the learner (`VPGTorchLearner`) takes one gradient step on
-   -mean_t [ log pi_theta(a_t | s_t) * G_t ] over those episodes;
+   -mean_t [ log pi_theta(a_t | s_t) * G_t ] over those episodes (`loss.py`);
 3. sync: the new weights go to every EnvRunner.
 
-VPG runs on torch: its default module is `VPGTorchRLModule` (`get_default_rl_module_spec`), its
-learner `VPGTorchLearner` (`get_default_learner_class`); a user's TorchRLModule returning
-`Columns.ACTION_DIST_INPUTS` (`rl_module(rl_module_spec=...)`) or learner class
-(`training(learner_class=...)`) replaces them.
-
-Multi-agent (`multi_agent(policies=..., policy_mapping_fn=...)`), one learner trains the whole
-MultiRLModule, as RLlib's learner does: its container class may run its modules together (a
-`MultiRLModuleSpec(multi_rl_module_class=...)` whose forward runs a shared encoder before each
-policy, RLlib's shared-encoder example), and the EnvRunners act through that forward too.
+The learner and the modules are built by `Algorithm.setup_learner` from the classes `VPGConfig`
+declares.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from trainer.algorithms.algorithm import Algorithm
-from trainer.algorithms.algorithm_config import AlgorithmConfig
-from trainer.algorithms.settings import setting
+from trainer.algorithms.vpg.config import VPGConfig
 from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID
-from trainer.core.rl_module import RLModuleSpec
-from trainer.errors import ConfigError
 from trainer.metrics import (
     ALL_MODULES,
     ENV_RUNNER_RESULTS,
@@ -42,76 +31,10 @@ from trainer.metrics import (
     SYNCH_WORKER_WEIGHTS_TIMER,
     TIMERS,
 )
-from trainer.runners.env_runner_group import spaces_of
-from trainer.util.checks import int_at_least
 
-#: The hidden layer's width of the default module (RLlib's example: `{"hidden_dim": 64}`).
-DEFAULT_HIDDEN_DIM = 64
 #: The statistics RLlib's example logs about each step's batch size (its own keys).
 EPISODE_TIMESTEPS_MEAN_KEY = "episode_timesteps_sampled_mean_win100"
 EPISODE_TIMESTEPS_EMA_KEY = "episode_timesteps_sampled_ema"
-
-
-class VPGConfig(AlgorithmConfig):
-    """VPG's config: every algorithm's settings, and `num_episodes_per_train_batch` (10), the
-    complete episodes per training step. Defaults as RLlib's example: torch,
-    `batch_mode="complete_episodes"`, `num_env_runners=1`."""
-
-    num_episodes_per_train_batch: int = setting(
-        10, int_at_least(1), "complete episodes per training step, spread over the EnvRunners"
-    )
-
-    _DEFAULT_OVERRIDES = {
-        "framework_str": "torch",
-        # The EnvRunners are asked for whole episodes anyway; for good measure, as RLlib's.
-        "batch_mode": "complete_episodes",
-        "num_env_runners": 1,
-    }
-    #: RLlib's test setting: the learner logs the mean of the module's weights.
-    report_mean_weights: bool = True
-    #: Multi-agent configs train: one learner over the whole MultiRLModule, whose container
-    #: may run its modules together (`trainer.core.multi_rl_module.runs_modules_together`).
-    _MULTI_AGENT_TRAINING = True
-    _JOINT_MODULES = True
-
-    def __init__(self, algo_class: type[Algorithm] | None = None):
-        super().__init__(algo_class=algo_class or VPG)
-
-    # The torch classes are imported when asked for: importing VPG does not import torch.
-    def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """`VPGTorchRLModule` with a hidden layer of `DEFAULT_HIDDEN_DIM` units."""
-        return RLModuleSpec(
-            module_class=self.default_torch_module_class(),
-            model_config={"hidden_dim": DEFAULT_HIDDEN_DIM},
-        )
-
-    def default_torch_module_class(self) -> type:
-        from trainer.algorithms.vpg.torch_module import VPGTorchRLModule
-
-        return VPGTorchRLModule
-
-    @property
-    def _model_config_auto_includes(self) -> dict[str, Any]:
-        """The default module's `hidden_dim` (a user's spec's model config goes over it)."""
-        return {"hidden_dim": DEFAULT_HIDDEN_DIM}
-
-    def validate(self) -> None:
-        """Every algorithm's checks, and VPG's: its multi-agent learner trains every module
-        (`policies_to_train` is refused)."""
-        super().validate()
-        if self.is_multi_agent and self.policies_to_train is not None:
-            raise ConfigError(
-                f"VPGConfig.multi_agent(policies_to_train={self.policies_to_train!r}): VPG's "
-                "learner trains every module of the MultiRLModule; leave policies_to_train "
-                "out"
-            )
-
-    def get_default_learner_class(self) -> type:
-        """VPG's learner, `VPGTorchLearner` (it reads its settings off a `VPGConfig`: it imports
-        this module, which imports it only here, with torch)."""
-        from trainer.algorithms.vpg.torch_learner import VPGTorchLearner
-
-        return VPGTorchLearner
 
 
 class VPG(Algorithm):
@@ -122,21 +45,6 @@ class VPG(Algorithm):
     @classmethod
     def get_default_config(cls) -> VPGConfig:
         return VPGConfig()
-
-    def setup_learner(self) -> None:
-        self.learner = self.learner_for(self.config, spaces_of(self.env_runner_group))
-
-    @classmethod
-    def learner_for(cls, config: Any, spaces: Any) -> Any:
-        """The learner class (`config.learner_class`: the class given, else `VPGTorchLearner`)
-        over a freshly built full module; multi-agent, over the full MultiRLModule of the
-        policies (every module trains)."""
-        if not config.is_multi_agent:
-            return config.learner_class(config, config.build_module(spaces, seed=config.seed))
-        from trainer.torch_rl.module_group import build_seeded
-
-        spec = config.get_multi_rl_module_spec(spaces=spaces)
-        return config.learner_class(config, build_seeded(spec, config.seed))
 
     def training_step(self) -> None:
         """Sample complete episodes, one update on them, new weights to the EnvRunners (see
@@ -186,3 +94,6 @@ class VPG(Algorithm):
         )
         episodes = [episode for runner_episodes, _, _ in sampled for episode in runner_episodes]
         return episodes, [runner_metrics for _, runner_metrics, _ in sampled]
+
+
+__all__ = ["VPG", "VPGConfig"]
