@@ -19,6 +19,7 @@ import pytest
 
 from trainer import launcher
 from trainer.algorithms import registry
+from trainer.algorithms.algorithm_config import ConfigError
 from trainer.algorithms.vpg import VPG, VPGConfig
 from trainer.compat.rllib_utils import Columns
 from trainer.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
@@ -192,3 +193,11 @@ def test_outside_its_folder_only_the_registry_line_names_vpg():
         "torch_module.py",
         "vpg.py",
     ]
+
+
+def test_a_numpy_framework_is_refused_when_validated_naming_the_torch_one():
+    """VPG declares torch learners only: `framework("numpy")` is refused by `validate()`, not
+    left to fail inside the learner's constructor."""
+    config = VPGConfig().environment("CartPole-v1").framework("numpy")
+    with pytest.raises(ConfigError, match=r"VPGConfig.framework\('numpy'\).*framework\('torch'\)"):
+        config.validate()

@@ -274,6 +274,15 @@ class FrameworkSection(ConfigBase):
         if self.uses_torch:
             self._check_torch_config(name)
             self._check_learner_class(name)
+            return
+        classes = type(self)._CLASSES
+        if classes is not None and classes.numpy_learner is None and self.is_given("framework_str"):
+            # An algorithm with torch learners only: a numpy framework asked for by name cannot
+            # train it, and would fail deep in the build.
+            raise ConfigError(
+                f"{name}.framework({self.framework_str!r}): {name} declares torch learners "
+                "only, no numpy learner; use framework('torch') (the torch extra)"
+            )
 
 
 def default_config() -> Any:
