@@ -96,7 +96,8 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
-from trainer.runners.rollout import collect_rollout, with_earlier_chunks
+from trainer.runners.rollout import ColumnRecorder, with_earlier_chunks
+from trainer.runners.rollout_loop import collect_rollout
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
 from trainer.runners.sub_env_guard import SubEnvGuard
@@ -317,12 +318,17 @@ class RunnerSetup:
     _callbacks: CallbackChain
     _rng: np.random.Generator
     _env_seed: int | None
+    num_envs: int
+    #: The next sample() starts fresh episodes in every sub-env.
+    _needs_reset: bool
     #: The `explore` of the `sample()` call under way (None between calls: the config's): the
     #: env-to-module pieces get it, as RLlib passes each call's own flag to them.
     _call_explore: bool | None = None
-    #: Each runner's own stepping loop: (num_timesteps, num_episodes, explore, random_actions,
-    #: force_reset) -> episodes.
-    _sample_by_request: Callable[[int | None, int | None, bool, bool, bool], list]
+    #: Fresh episodes in every sub-env (each runner's own: created, reset, started).
+    _reset_all: Callable[[], None]
+    #: The rollout loop (`runners/rollout_loop.py`) over the runner's recorder for one call:
+    #: (num_timesteps, explore, random_actions=, num_episodes=, complete=) -> episodes.
+    _sample_columnar: Callable[..., list]
 
     @property
     def pipeline_explore(self) -> bool:
@@ -354,6 +360,52 @@ class RunnerSetup:
                 "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
             )
         return samples
+
+    def _sample_by_request(
+        self,
+        num_timesteps: int | None,
+        num_episodes: int | None,
+        explore: bool,
+        random_actions: bool,
+        force_reset: bool,
+    ) -> list:
+        """`sample()`'s episodes, before its `on_sample_end` (see `EnvRunner.sample`): a count
+        of episodes, a count of steps, or by default `rollout_fragment_length` steps per
+        sub-env (`batch_mode="complete_episodes"`: whole episodes)."""
+        if num_episodes is not None:
+            return self._sample_episodes(num_episodes, explore, random_actions)
+        complete = num_timesteps is None and self.config.batch_mode == "complete_episodes"
+        if num_timesteps is None:
+            num_timesteps = (
+                self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+            )
+        if complete:
+            return self._sample_complete_episodes(num_timesteps, explore, random_actions)
+        return self._sample_timesteps(num_timesteps, explore, random_actions, force_reset)
+
+    def _sample_timesteps(
+        self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
+    ) -> list:
+        """`num_timesteps` steps, the episodes under way continued (unless `force_reset`)."""
+        if force_reset or self._needs_reset:
+            self._reset_all()
+        return self._sample_columnar(num_timesteps, explore, random_actions=random_actions)
+
+    def _sample_complete_episodes(
+        self, min_timesteps: int, explore: bool, random_actions: bool
+    ) -> list:
+        """Fresh episodes, played out once `min_timesteps` steps are sampled."""
+        self._reset_all()
+        return self._sample_columnar(
+            min_timesteps, explore, random_actions=random_actions, complete=True
+        )
+
+    def _sample_episodes(self, num_episodes: int, explore: bool, random_actions: bool) -> list:
+        """Fresh episodes, until `num_episodes` of them ended."""
+        self._reset_all()
+        return self._sample_columnar(
+            0, explore, random_actions=random_actions, num_episodes=num_episodes
+        )
 
     def _set_up(
         self,
@@ -1280,38 +1332,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             episode.drop_temporary_timestep_data()
         return samples
 
-    def _sample_by_request(
-        self,
-        num_timesteps: int | None,
-        num_episodes: int | None,
-        explore: bool,
-        random_actions: bool,
-        force_reset: bool,
-    ) -> list[SingleAgentEpisode]:
-        """`sample()`'s episodes, before its `on_sample_end` (see `sample`)."""
-        if num_episodes is not None:
-            samples = self._sample_episodes(num_episodes, explore, random_actions)
-        elif num_timesteps is not None:
-            samples = self._sample_timesteps(num_timesteps, explore, random_actions, force_reset)
-        else:
-            num_timesteps = (
-                self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
-            )
-            if self.config.batch_mode == "complete_episodes":
-                samples = self._sample_complete_episodes(num_timesteps, explore, random_actions)
-            else:
-                samples = self._sample_timesteps(
-                    num_timesteps, explore, random_actions, force_reset
-                )
-        return samples
-
-    def _sample_timesteps(
-        self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
-    ) -> list[SingleAgentEpisode]:
-        if force_reset or self._needs_reset:
-            self._reset_all()
-        return self._sample_columnar(num_timesteps, explore, random_actions=random_actions)
-
     def _records_each_step(self) -> bool:
         """Whether the rollout loop gives every episode its object, which gets each step as
         it is taken: per-sub-env restarts (in this process or in "async" mode's children)
@@ -1357,31 +1377,22 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         num_episodes: int | None = None,
         complete: bool = False,
     ) -> list[SingleAgentEpisode]:
-        """The rollout loop recording by column (`runners/rollout.py`)."""
-        return collect_rollout(
-            self,
-            num_timesteps,
-            explore,
-            random_actions=random_actions,
-            num_episodes=num_episodes,
-            complete=complete,
-        )
-
-    def _sample_complete_episodes(
-        self, min_timesteps: int, explore: bool, random_actions: bool
-    ) -> list[SingleAgentEpisode]:
-        self._reset_all()
-        return self._sample_columnar(
-            min_timesteps, explore, random_actions=random_actions, complete=True
-        )
-
-    def _sample_episodes(
-        self, num_episodes: int, explore: bool, random_actions: bool
-    ) -> list[SingleAgentEpisode]:
-        self._reset_all()
-        return self._sample_columnar(
-            0, explore, random_actions=random_actions, num_episodes=num_episodes
-        )
+        """The rollout loop over a `ColumnRecorder` (`runners/rollout.py`), which records by
+        column; while it runs, a NaN check names the step of its episode a sub-env took."""
+        recorder = ColumnRecorder(self, num_timesteps, num_episodes)
+        self._episode_step_of = recorder.episode_step
+        try:
+            return collect_rollout(
+                self,
+                recorder,
+                num_timesteps,
+                explore,
+                random_actions=random_actions,
+                num_episodes=num_episodes,
+                complete=complete,
+            )
+        finally:
+            self._episode_step_of = None
 
     def _create_episode(self, env_index: int, restored: SingleAgentEpisode | None = None) -> None:
         """A new, empty episode for a sub-env (fires `on_episode_created`), or the `restored`

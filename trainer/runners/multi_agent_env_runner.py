@@ -29,6 +29,12 @@ One step of the runner, over all its sub-envs:
 Step counts follow RLlib: an env step is one step of one sub-env; agent steps count the
 agents in its result. `sample(num_timesteps=...)` counts what `count_steps_by` says.
 Sub-envs are stepped one after the other ("sync"), as RLlib does for multi-agent envs.
+
+A `sample()` call runs the rollout loop both runners share (`runners/rollout_loop.py`) over a
+`MultiAgentRecorder` (`runners/multi_agent_recorder.py`), which steps the sub-envs and records
+their results; this runner keeps what lasts across calls (the sub-envs, their episodes and
+columns, the agents' last observations) and computes each step's actions (`_random_actions`,
+`_module_actions_of`).
 """
 
 from __future__ import annotations
@@ -69,7 +75,6 @@ from trainer.env.lookback_buffer import split_rows
 from trainer.env.multi_agent_checks import result_problem
 from trainer.env.multi_agent_env import MultiAgentEnv
 from trainer.env.multi_agent_episode import MultiAgentEpisode
-from trainer.env.multi_agent_episode_list import MultiAgentEpisodeList
 from trainer.env.vector_multi_agent_env import VectorMultiAgentEnv
 from trainer.errors import ConfigError, EnvDataError, StepFailedRecreateEnvError
 from trainer.metrics import (
@@ -100,6 +105,7 @@ from trainer.runners.multi_agent_observations import (
     ObservationPiecesEnv,
     multi_agent_env_to_module_pieces,
 )
+from trainer.runners.multi_agent_recorder import MultiAgentRecorder, StepActions
 from trainer.runners.multi_agent_runner_state import (
     capture_multi_agent_env_state,
     check_sampling_state,
@@ -107,6 +113,7 @@ from trainer.runners.multi_agent_runner_state import (
     resumed_episode,
 )
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
+from trainer.runners.rollout_loop import collect_rollout
 from trainer.runners.runner_state import RUNNER_STATE_KEYS
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
@@ -150,38 +157,6 @@ class ModuleOutput(NamedTuple):
 
 #: No module yet (`_one_module_actions`: the acting agents' one module, once seen).
 _NO_MODULE = object()
-
-
-class _StepActions(NamedTuple):
-    """One step's actions and model outputs, by sub-env index: each sub-env's acting agents
-    and, in their order, their actions and the action draw's two model outputs (the lists a
-    forward pass gives; `AgentColumns.record` takes them as they are)."""
-
-    #: Each sub-env's acting agents, in the order of the lists below.
-    agents: dict[int, list]
-    #: The actions as the episodes record them ...
-    actions: dict[int, list]
-    #: ... and as the envs take them, by agent id.
-    env_actions: dict[int, dict]
-    #: Each acting agent's log-prob and distribution inputs, or None where `outputs`
-    #: holds the model outputs ...
-    logps: dict[int, list] | None
-    dist_inputs: dict[int, list] | None
-    #: ... every acting agent's outputs as one dict, by agent id, once a module returns
-    #: other than those two (None: the two above are all).
-    outputs: dict[int, dict] | None
-
-    def by_agent(self, index: int) -> tuple[dict, dict, dict]:
-        """Sub-env `index`'s actions, log-probs and distribution inputs as dicts by agent id
-        (as `MultiAgentEpisode.add_sampled_env_step` takes them)."""
-        agents = self.agents[index]
-        logps = {} if self.logps is None else dict(zip(agents, self.logps[index], strict=True))
-        dist_inputs = (
-            {}
-            if self.dist_inputs is None
-            else dict(zip(agents, self.dist_inputs[index], strict=True))
-        )
-        return dict(zip(agents, self.actions[index], strict=True)), logps, dist_inputs
 
 
 class _ModuleActions:
@@ -348,18 +323,6 @@ def _drawn_outputs(logp: Any, dist_inputs: Any, state_rows: Any = None) -> dict[
     action draw's log-probs and distribution inputs and a recurrent module's states out
     (None: not given)."""
     return {ACTION_LOGP: logp, ACTION_DIST_INPUTS: dist_inputs, STATE_OUT: state_rows}
-
-
-def _shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
-    """A finished or cut episode as it leaves the runner: numpy'ized, without the agents that
-    have not acted in it (RLlib's `_prune_zero_len_sa_episodes`: an agent that only observed
-    in a chunk acts in the next one), and without the policy_mapping_fn (its agents' modules
-    are known; the function, often a lambda of the user's script, need not travel)."""
-    agent_episodes = episode.agent_episodes
-    for agent_id in [aid for aid, agent in agent_episodes.items() if len(agent) == 0]:
-        del agent_episodes[agent_id]
-    episode.agent_to_module_mapping_fn = None  # type: ignore[assignment]
-    return episode.to_numpy()
 
 
 def _stack(rows: list[Any]) -> Any:
@@ -593,25 +556,6 @@ class MultiAgentEnvRunner(RunnerSetup):
         if self._observation_pieces:
             env = ObservationPiecesEnv(env, self._observation_pieces)
         return MultiAgentSubEnvGuard(env) if self._restart_sub_envs else env
-
-    def _stepper(self) -> Callable[..., tuple[int, int]]:
-        """What takes one step of every sub-env: `_step_recovering` where failed sub-envs are
-        re-created, else `_step` itself (a call less per step)."""
-        return self._step_recovering if self._restart_sub_envs else self._step
-
-    def _step_recovering(
-        self,
-        explore: bool,
-        random_actions: bool,
-        done: list[MultiAgentEpisode],
-        draining: set[int] | None = None,
-    ) -> tuple[int, int]:
-        """`_step()`, then (restart_failed_sub_environments=True) the failed sub-envs
-        re-created; a step that raised is no env step (RLlib counts none for it)."""
-        env_steps, agent_steps = self._step(explore, random_actions, done, draining)
-        if self._restart_sub_envs:
-            env_steps -= self._recover_sub_envs(draining)
-        return env_steps, agent_steps
 
     def _recover_sub_envs(self, draining: set[int] | None = None) -> int:
         """Re-creates each sub-env whose last reset/step raised (see `MultiAgentSubEnvGuard`),
@@ -890,275 +834,27 @@ class MultiAgentEnvRunner(RunnerSetup):
         (`batch_mode="complete_episodes"`: whole episodes)."""
         return self._sample_call(num_timesteps, num_episodes, explore, random_actions, force_reset)
 
-    def _sample_by_request(
+    def _sample_columnar(
         self,
-        num_timesteps: int | None,
-        num_episodes: int | None,
+        num_timesteps: int,
         explore: bool,
-        random_actions: bool,
-        force_reset: bool,
-    ) -> MultiAgentEpisodeList:
-        """`sample()`'s episodes, before its `on_sample_end` (see `sample`)."""
-        if num_episodes is not None:
-            samples = self._sample_episodes(num_episodes, explore, random_actions)
-        else:
-            complete = num_timesteps is None and self.config.batch_mode == "complete_episodes"
-            if num_timesteps is None:
-                num_timesteps = (
-                    self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
-                )
-            if complete:
-                samples = self._sample_complete_episodes(num_timesteps, explore, random_actions)
-            else:
-                samples = self._sample_timesteps(
-                    num_timesteps, explore, random_actions, force_reset
-                )
-        # (A list that pickles by column when it goes back to the main process.)
-        return MultiAgentEpisodeList(samples)
-
-    def _step_until(
-        self, timesteps: int, explore: bool, random_actions: bool, done: list[MultiAgentEpisode]
-    ) -> int:
-        """Steps every sub-env until `timesteps` env steps or agent steps (`count_steps_by`)
-        were taken; returns the env steps."""
-        by_agents = self.config.count_steps_by == "agent_steps"
-        step = self._stepper()
-        env_steps = agent_steps = 0
-        while (agent_steps if by_agents else env_steps) < timesteps:
-            stepped_env, stepped_agents = step(explore, random_actions, done)
-            env_steps += stepped_env
-            agent_steps += stepped_agents
-        return env_steps
-
-    def _sample_timesteps(
-        self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
+        *,
+        random_actions: bool = False,
+        num_episodes: int | None = None,
+        complete: bool = False,
     ) -> list[MultiAgentEpisode]:
-        if force_reset or self._needs_reset:
-            self._reset_all()
-        done: list[MultiAgentEpisode] = []
-        env_steps = self._step_until(num_timesteps, explore, random_actions, done)
-        self._fill_all()
-        self._log_sample_metrics(env_steps, len(done))
-        chunks = []
-        for index, episode in enumerate(self._episodes):
-            assert episode is not None, "every sub-env has an episode while sampling"
-            if episode.env_steps() == 0:
-                continue
-            successor = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
-            self._prev_chunks[index].append(episode)
-            self._episodes[index] = successor
-            if self._records_by_column():  # its next steps by column, as a new episode's
-                self._columns[index] = AgentColumns.continuing(
-                    successor, self._agents_to_act(index)
-                )
-            chunks.append(_shippable(episode))
-        return done + chunks
-
-    def _sample_complete_episodes(
-        self, min_timesteps: int, explore: bool, random_actions: bool
-    ) -> list[MultiAgentEpisode]:
-        self._reset_all()
-        done: list[MultiAgentEpisode] = []
-        env_steps = self._step_until(min_timesteps, explore, random_actions, done)
-        # Let the running episodes finish; sub-envs that are done stay idle.
-        draining = set(range(self.num_envs))
-        while draining:
-            stepped_env, _ = self._step_recovering(explore, random_actions, done, draining)
-            env_steps += stepped_env
-        self._fill_all()
-        self._log_sample_metrics(env_steps, len(done))
-        self._needs_reset = True
-        return done
-
-    def _sample_episodes(
-        self, num_episodes: int, explore: bool, random_actions: bool
-    ) -> list[MultiAgentEpisode]:
-        self._reset_all()
-        done: list[MultiAgentEpisode] = []
-        env_steps = 0
-        while len(done) < num_episodes:
-            stepped_env, _ = self._step_recovering(explore, random_actions, done)
-            env_steps += stepped_env
-        # Sub-envs that finished in the same step as the last wanted episode: RLlib stops at
-        # that episode, so the others count in neither the metrics nor the result.
-        del self._ended[num_episodes:]
-        self._fill_all()  # (the agent steps of the episodes still running count)
-        self._log_sample_metrics(env_steps, min(len(done), num_episodes))
-        self._needs_reset = True
-        return done[:num_episodes]
-
-    def _agents_to_act(self, index: int) -> list[Any]:
-        """The agents of sub-env `index` that act next: those with an observation in its last
-        result that are not done (`MultiAgentEpisode.get_agents_to_act()`, kept here as the
-        results come instead of read back from the episode each step)."""
-        done = self._last_done[index]
-        if not done:  # (most steps: every agent of the last result acts)
-            return list(self._last_obs[index])
-        return [agent_id for agent_id in self._last_obs[index] if agent_id not in done]
-
-    def _step(
-        self,
-        explore: bool,
-        random_actions: bool,
-        done: list[MultiAgentEpisode],
-        draining: set[int] | None = None,
-    ) -> tuple[int, int]:
-        """One step of every sub-env (of those in `draining`, when given: a sub-env whose
-        episode ends leaves it); finished episodes are appended to `done`. Returns the env
-        steps and agent steps taken.
-
-        The data flow of a step:
-
-            acting agents   per sub-env, `_agents_to_act`
-            actions         `_random_actions` or `_module_actions_of`: a `_StepActions`
-            env steps       `_step_sub_envs`: each sub-env steps with its agents' actions and
-                            its result is recorded (by its `AgentColumns`, else by its
-                            episode object); `on_episode_step` fires; an episode that ended
-                            ships (`_end_episode`; with episode pieces after their last run
-                            over it, `_ship_with_episode_pieces`) and a new one starts
-            counts          the runner's global timestep and env steps
-        """
-        indices = range(self.num_envs) if draining is None else sorted(draining)
-        acting = {index: self._agents_to_act(index) for index in indices}
-        step = (
-            self._random_actions(acting)
-            if random_actions
-            else self._module_actions_of(acting, explore)
+        """The rollout loop over a `MultiAgentRecorder` (`runners/multi_agent_recorder.py`)."""
+        return collect_rollout(
+            self,
+            MultiAgentRecorder(self),
+            num_timesteps,
+            explore,
+            random_actions=random_actions,
+            num_episodes=num_episodes,
+            complete=complete,
         )
-        env_steps, agent_steps = self._step_sub_envs(indices, step, done, draining)
-        self.global_timestep += env_steps
-        self.num_env_steps_stepped += env_steps
-        return env_steps, agent_steps
 
-    def _step_sub_envs(
-        self,
-        indices: Iterable[int],
-        step: _StepActions,
-        done: list[MultiAgentEpisode],
-        draining: set[int] | None,
-    ) -> tuple[int, int]:
-        """`_step`'s env steps: each sub-env in `indices` steps with its acting agents'
-        actions in `step`, in turn, and its result goes into its episode (see `_step`).
-        Returns the env steps and agent steps taken."""
-        env = self.env
-        assert env is not None, "sampling needs the sub-envs"
-        agents, actions, env_actions, logps, dist_inputs, _ = step
-        env_steps = agent_steps = 0
-        fire_step = self._callbacks.has("on_episode_step")
-        by_column = self._columns
-        pieces = self._episode_pieces
-        envs = env.envs
-        #: With episode pieces: the episodes that ended in this step, shipped after the
-        #: pieces' last run over them.
-        ended_here: list[MultiAgentEpisode] = []
-        for index in indices:
-            episode = self._episodes[index]
-            assert episode is not None
-            result = envs[index].step(env_actions[index])
-            try:
-                obs, rewards, terminateds, truncateds, infos = result
-                # A reward that is not one number (a string, None, an array) fails here, in
-                # one C loop, not later in the metrics or the learner.
-                math.fsum(rewards.values())
-                # A new episode's plain step goes into its columns (None: not taken).
-                columns = by_column[index]
-                ended = (
-                    None
-                    if columns is None or logps is None or dist_inputs is None
-                    else columns.record(
-                        obs,
-                        actions[index],
-                        rewards,
-                        infos,
-                        terminateds,
-                        truncateds,
-                        logps[index],
-                        dist_inputs[index],
-                        agents[index],
-                    )
-                )
-                if ended is None:  # not taken: the episode object records the step
-                    ended = self._add_step_to_episode(index, episode, result, step)
-                    done_agents = _done_agents(obs, terminateds, truncateds)
-                else:  # (the columns noted the agents done)
-                    assert columns is not None
-                    done_agents = columns.step_done
-                self._last_obs[index] = obs
-                self._last_done[index] = done_agents
-                agent_steps += len(obs)
-            except Exception as error:
-                explained = self._explained(index, result, "step()")
-                if explained is None:
-                    raise
-                raise explained from error
-            env_steps += 1
-            if fire_step:
-                self._callbacks.fire_with("on_episode_step", self._event_kwargs(index))
-            # RLlib ends an episode when the episode says it is done: `"__all__"`, or every
-            # agent it has seen is done (e.g. the last one was removed as a new one joined).
-            if ended:
-                self._end_episode(index, episode, done if pieces is None else ended_here, draining)
-        if pieces is not None:
-            self._ship_with_episode_pieces(ended_here, done)
-        return env_steps, agent_steps
-
-    def _end_episode(
-        self,
-        index: int,
-        episode: MultiAgentEpisode,
-        ended: list[MultiAgentEpisode],
-        draining: set[int] | None,
-    ) -> None:
-        """Sub-env `index`'s `episode` ended in this step: filled from its columns, finished
-        (`on_episode_end`, its metrics) and appended to `ended` (shippable, or as it is where
-        the episode pieces still run over it: `_ship_with_episode_pieces`); the sub-env then
-        leaves `draining` (when given) or starts a new episode."""
-        self._fill(index)
-        self._finish_episode(index)
-        ended.append(_shippable(episode) if self._episode_pieces is None else episode)
-        if draining is not None:
-            draining.discard(index)
-        else:
-            self._new_episode(index)
-            self._start_episode(index)
-
-    def _ship_with_episode_pieces(
-        self, ended_here: list[MultiAgentEpisode], done: list[MultiAgentEpisode]
-    ) -> None:
-        """After a step, with episode pieces: their last run over the episodes that ended in
-        it (`ended_here`), which are then appended to `done`, and their run over the
-        episodes still running."""
-        self._run_episode_pieces(ended_here)
-        done.extend(_shippable(episode) for episode in ended_here)
-        self._run_pieces_over_running_episodes()
-
-    def _add_step_to_episode(
-        self, index: int, episode: MultiAgentEpisode, result: tuple, step: _StepActions
-    ) -> bool:
-        """Records sub-env `index`'s step `result` (taken with `step`'s actions) through its
-        episode object (its columns, if any, filled in first). Returns whether the episode
-        is done."""
-        obs, rewards, terminateds, truncateds, infos = result
-        self._fill(index)
-        actions, logps, dist_inputs = step.by_agent(index)
-        if step.outputs is None:  # the action draw's two model outputs
-            episode.add_sampled_env_step(
-                obs, actions, rewards, infos, terminateds, truncateds, logps, dist_inputs
-            )
-        else:
-            episode.add_env_step(
-                observations=obs,
-                actions=actions,
-                rewards=rewards,
-                infos=infos,
-                terminateds=terminateds,
-                truncateds=truncateds,
-                extra_model_outputs=step.outputs[index],
-            )
-        self._count_agent_steps(index, obs)
-        return episode.is_done
-
-    def _random_actions(self, acting: dict[int, list[Any]]) -> _StepActions:
+    def _random_actions(self, acting: dict[int, list[Any]]) -> StepActions:
         """Actions drawn from each acting agent's action space (no model outputs)."""
         env = self.env
         assert env is not None, "sampling needs the sub-envs"
@@ -1166,7 +862,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         for index, agents in acting.items():
             sub_env = env.envs[index].unwrapped
             actions[index] = [sub_env.get_action_space(agent_id).sample() for agent_id in agents]
-        return _StepActions(
+        return StepActions(
             acting,
             actions,
             {
@@ -1191,7 +887,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                 rows[module_id].append((index, agent_id))
         return rows
 
-    def _module_actions_of(self, acting: dict[int, list[Any]], explore: bool) -> _StepActions:
+    def _module_actions_of(self, acting: dict[int, list[Any]], explore: bool) -> StepActions:
         """The acting agents' actions and model outputs from their modules: the common step
         (every acting agent with one module without recurrent state, no module-to-env pieces,
         no container running the modules together) in one forward pass handed out per sub-env
@@ -1204,7 +900,7 @@ class MultiAgentEnvRunner(RunnerSetup):
 
     def _one_module_actions(
         self, acting: dict[int, list[Any]], explore: bool
-    ) -> _StepActions | None:
+    ) -> StepActions | None:
         """`_module_actions_of` where every acting agent maps to one module without recurrent
         state (None otherwise): one forward pass over the agents' rows in acting order (by
         sub-env, then agent), its outputs handed to each sub-env's agents as slices of that
@@ -1254,15 +950,15 @@ class MultiAgentEnvRunner(RunnerSetup):
                 dist_inputs[index] = dist_rows[start:end]
             start = end
         if plain:
-            return _StepActions(acting, actions, env_actions, logps, dist_inputs, None)
+            return StepActions(acting, actions, env_actions, logps, dist_inputs, None)
         where = [(index, agent_id) for index, agents in acting.items() for agent_id in agents]
         no_outputs: dict[int, dict] = {index: {} for index in acting}
         outputs = self._outputs_per_agent(
             acting, no_outputs, no_outputs, [(where, _drawn_outputs(logp, module_dist_inputs))]
         )
-        return _StepActions(acting, actions, env_actions, None, None, outputs)
+        return StepActions(acting, actions, env_actions, None, None, outputs)
 
-    def _actions_by_rows(self, acting: dict[int, list[Any]], explore: bool) -> _StepActions:
+    def _actions_by_rows(self, acting: dict[int, list[Any]], explore: bool) -> StepActions:
         """`_module_actions_of` for any step: a forward pass per module (or the container's
         over all, `_joint_forward`), the config's module-to-env pieces, recurrent modules'
         states; the outputs handed out row by row."""
@@ -1319,8 +1015,8 @@ class MultiAgentEnvRunner(RunnerSetup):
         action_rows = {index: list(by_agent.values()) for index, by_agent in actions.items()}
         if others:
             outputs = self._outputs_per_agent(indices, logps, dist_inputs, others)
-            return _StepActions(agents, action_rows, env_actions, None, None, outputs)
-        return _StepActions(
+            return StepActions(agents, action_rows, env_actions, None, None, outputs)
+        return StepActions(
             agents,
             action_rows,
             env_actions,
@@ -1848,17 +1544,6 @@ class MultiAgentEnvRunner(RunnerSetup):
         if self.env is not None:
             self.env.close()
             self.env = None
-
-
-def _done_agents(obs: dict, terminateds: dict, truncateds: dict) -> set | frozenset:
-    """The agents of a step's result that are done (they act no more)."""
-    if not (any(terminateds.values()) or any(truncateds.values())):
-        return _NONE_DONE
-    return {
-        agent_id
-        for agent_id in obs
-        if terminateds.get(agent_id, False) or truncateds.get(agent_id, False)
-    }
 
 
 def _episode_metric_values(

@@ -1,8 +1,9 @@
-"""The single-agent EnvRunner's rollout loop and the recorder of its steps by column.
+"""The single-agent EnvRunner's recorder of its steps by column.
 
-`collect_rollout` is the loop a `sample()` call runs: per vector step one forward pass (or
-random actions), one env step, and the step handed to a `ColumnRecorder`, until the call has
-its steps or episodes. The recorder writes each step as one row per field into `StepColumns`
+A `sample()` call runs the rollout loop both runners share (`runners/rollout_loop.py`) over a
+`ColumnRecorder`: per vector step one forward pass (or random actions, `act`), one env step
+(`step`), and the step recorded (`record`), until the call has its steps or episodes. The
+recorder writes each step as one row per field into `StepColumns`
 (`runners/step_columns.py`), runs the env-to-module pipeline over the row, and does Python
 work per sub-env only where an episode starts or ends; when the call ends it hands out the
 ended episodes and the chunks of the running ones.
@@ -51,54 +52,6 @@ if TYPE_CHECKING:
 
 #: Every sub-env records an episode from the first reset on.
 RECORD_HAS_EPISODE = "a sub-env records an episode from the first reset on"
-
-
-def collect_rollout(
-    runner: EnvRunner,
-    num_timesteps: int,
-    explore: bool,
-    *,
-    random_actions: bool = False,
-    num_episodes: int | None = None,
-    complete: bool = False,
-) -> list[SingleAgentEpisode]:
-    """Steps `runner`'s vector env and returns the episodes recorded.
-
-    It stops after `num_timesteps` steps (the unfinished episodes go out as chunks), or once
-    `num_episodes` episodes ended (the running ones are dropped), or, `complete`, once
-    `num_timesteps` steps are sampled and the running episodes played out (a sub-env whose
-    episode ends then idles: `SubEnvRecord.idle`)."""
-    recorder = ColumnRecorder(runner, num_timesteps, num_episodes)
-    steps = 0
-    draining = False
-    runner._episode_step_of = recorder.episode_step
-    try:
-        while True:
-            if num_episodes is not None:
-                if len(recorder.episodes) >= num_episodes:
-                    break
-            elif steps >= num_timesteps:
-                if not complete or recorder.all_idle():
-                    break
-                draining = True
-            actions, env_actions, logp, dist_inputs, state_rows = runner._step_actions(
-                recorder.policy_obs, explore, random_actions
-            )
-            results = runner._try_env_step(env_actions)
-            if results is None:  # the vector env was re-created: every sub-env starts afresh
-                recorder.restart()
-                continue
-            stepped = recorder.record(
-                results, actions, logp, dist_inputs, state_rows, draining=draining
-            )
-            runner.global_timestep += stepped
-            runner.num_env_steps_stepped += stepped
-            steps += stepped
-            if recorder.failed:  # re-created after the step, as the per-step loop does
-                recorder.recover()
-    finally:
-        runner._episode_step_of = None
-    return recorder.finish(steps, num_episodes=num_episodes, cut=not complete)
 
 
 def data_of(episode: SingleAgentEpisode | None) -> tuple[dict, dict]:
@@ -200,6 +153,11 @@ class ColumnRecorder:
         self.runner = runner
         self.records = runner._sub_env_records
         self.num_envs = runner.num_envs
+        #: Env steps of this call (sub-envs that stepped an episode): what `num_timesteps`
+        #: counts.
+        self.timesteps = 0
+        #: Set by `drain`: an episode that ends starts no next one (its sub-env idles).
+        self.draining = False
         self._set_up_columns(num_timesteps, num_episodes)
         self._set_up_episodes()
         self._set_up_pipeline()
@@ -373,6 +331,19 @@ class ColumnRecorder:
         """The step sub-env `i` takes now (the first of its next episode when it resets)."""
         return 1 if i in self.resetting else self.columns.row + 1 - self.first_row[i]
 
+    def act(self, explore: bool, random_actions: bool) -> tuple:
+        """The step's actions from the module's next input (`EnvRunner._step_actions`):
+        (actions, the env's actions, log-probs, distribution inputs, recurrent states)."""
+        return self.runner._step_actions(self.policy_obs, explore, random_actions)
+
+    def step(self, actions: tuple) -> tuple | None:
+        """The vector env stepped with the env's actions (`EnvRunner._try_env_step`); None
+        where it raised and was re-created."""
+        return self.runner._try_env_step(actions[1])
+
+    def drain(self) -> None:
+        self.draining = True
+
     def all_idle(self) -> bool:
         return len(self.idle) == self.num_envs
 
@@ -401,19 +372,11 @@ class ColumnRecorder:
         self.resetting = []
         self.returns[:] = 0.0
 
-    def record(
-        self,
-        results: tuple,
-        actions: np.ndarray,
-        logp: np.ndarray,
-        dist_inputs: np.ndarray | None,
-        state_rows: list | None,
-        *,
-        draining: bool,
-    ) -> int:
-        """Records one vector step (the env's `results` for `actions`); returns how many
-        sub-envs stepped an episode. With `draining`, an episode that ends starts no next
-        one: its sub-env idles."""
+    def record(self, results: tuple, acted: tuple) -> int:
+        """Records one vector step (the env's `results` for the actions `act` gave); returns
+        how many sub-envs stepped an episode. Once `draining`, an episode that ends starts no
+        next one: its sub-env idles."""
+        actions, _, logp, dist_inputs, state_rows = acted
         obs, rewards, terminateds, truncateds, infos = results
         self.step_flags = (terminateds, truncateds)
         if self.sub_env_infos_of is not None:
@@ -458,12 +421,13 @@ class ColumnRecorder:
             if idle:
                 ended_now = [i for i in ended_now if i not in idle]
             self.resetting = []
-            self._end_episodes(ended_now, row, terminateds, truncateds, draining)
+            self._end_episodes(ended_now, row, terminateds, truncateds, self.draining)
         else:
             self.resetting = []
         if failing:
             self.idle = [i for i in self.idle if i not in failing]
         self.runner._obs = obs
+        self.timesteps += stepped
         return stepped
 
     def _take_failures(self, infos: Any, ended: np.ndarray) -> list[int]:
@@ -840,16 +804,14 @@ class ColumnRecorder:
         }
         module_observations(self.pipeline, columns, obs, order, views, call_kwargs)
 
-    def finish(
-        self, steps: int, *, num_episodes: int | None, cut: bool
-    ) -> list[SingleAgentEpisode]:
+    def finish(self, *, num_episodes: int | None, cut: bool) -> list[SingleAgentEpisode]:
         """The call's episodes: the ended ones, then (`cut`) the running ones' chunks; without
         `cut` (a count of episodes, or complete episodes) the running ones are dropped."""
         runner, columns = self.runner, self.columns
         if self.pipeline is not None and not self.pipeline_on_objects:
             # (a copy: the per-step loop writes into it)
             runner._module_obs = columns.observations[columns.row].copy()
-        runner._log_sample_metrics(steps, len(self.episodes))
+        runner._log_sample_metrics(self.timesteps, len(self.episodes))
         if num_episodes is not None or not cut:
             # The episodes still running are dropped; the next sample() starts fresh ones.
             runner._needs_reset = True
