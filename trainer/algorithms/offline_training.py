@@ -20,6 +20,7 @@ from typing import Any
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.offline_evaluation import OfflineEvaluation
+from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.metrics import (
     ALL_MODULES,
@@ -68,14 +69,19 @@ class OfflineAlgorithm(Algorithm):
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, rows, reduce="lifetime_sum")
         results: dict[str, Any] = {}
         trained = 0
-        for _ in range(iterations):
-            with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
-                batch = self.offline_data.sample(rows)
-            with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-                results = self.learner.update(
-                    batch, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
-                )
-            trained += len(batch["rewards"])
+        # The round of updates on one thread (the learner's torch or BLAS threads, as the
+        # off-policy loop runs its rounds): on a loaded machine, two threads of small products
+        # wait on each other for whole time slices.
+        threads = getattr(self.learner, "update_threads", None) or BlasThreads()
+        with threads():
+            for _ in range(iterations):
+                with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
+                    batch = self.offline_data.sample(rows)
+                with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+                    results = self.learner.update(
+                        batch, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
+                    )
+                trained += len(batch["rewards"])
         # (the per-row TD errors feed a prioritized buffer; offline there is none)
         results.pop(TD_ERROR_KEY, None)
         metrics.log_dict(results, key=(LEARNER_RESULTS, DEFAULT_MODULE_ID), window=1)
