@@ -258,6 +258,43 @@ def _multi_agent_dqn() -> Outcome:
     )
 
 
+# -- offline: IQL and CQL on the recorded continuous bandit ---------------------------------------
+#: algorithm -> (the iterations, the learning rate the suite's short check raised to 1e-2).
+OFFLINE_BANDIT_RUNS = {"IQL": (60, 3e-3), "CQL": (40, 3e-3)}
+
+
+def _offline_bandit(algorithm: str) -> Callable[[], Outcome]:
+    """tests/test_iql.py's and tests/test_cql.py's bandit with their former rates of 3e-3
+    (IQL's three, CQL's critic's): from uniformly random recorded actions (cloning them scores
+    about -0.25), a greedy evaluation return above -0.1 after the iterations."""
+
+    def run() -> Outcome:
+        iterations, lr = OFFLINE_BANDIT_RUNS[algorithm]
+        with tempfile.TemporaryDirectory() as folder:
+            if algorithm == "IQL":
+                from test_iql import _bandit_config
+
+                config = _bandit_config(Path(folder), "torch", lr=lr, iterations=iterations)
+            else:
+                from test_cql import bandit_learning_config
+
+                config = bandit_learning_config(
+                    Path(folder), "torch", critic_lr=lr, iterations=iterations
+                )
+            algo = config.build()
+            try:
+                for _ in range(iterations):
+                    result = algo.train()
+            finally:
+                algo.stop()
+        reached = result["evaluation"]["env_runners"]["episode_return_mean"]
+        return Outcome(
+            reached > -0.1, _steps(result), f"evaluation return {reached:.3f} (target > -0.1)"
+        )
+
+    return run
+
+
 # -- RLlib's curriculum example ------------------------------------------------------------------
 def _curriculum() -> Outcome:
     """RLlib's curriculum_learning.py (tests/test_curriculum.py's copy) through the launcher,
@@ -410,6 +447,19 @@ TARGETS = [
         "a summed mean return of 150 and 3x the first iteration's within 12 iterations",
         "tests/test_multi_agent_dqn.py::test_two_policies_learn_with_env_runner_processes",
         _multi_agent_dqn,
+    ),
+    *(
+        Target(
+            f"{algorithm.lower()}-bandit-torch",
+            f"{algorithm} (torch) on 3000 recorded steps of a continuous bandit, rates of "
+            f"{OFFLINE_BANDIT_RUNS[algorithm][1]:g}",
+            f"a greedy evaluation return above -0.1 after {OFFLINE_BANDIT_RUNS[algorithm][0]} "
+            "iterations of 5 updates",
+            f"tests/test_{algorithm.lower()}.py::test_{algorithm.lower()}_learns_better_actions_"
+            "than_the_recorded_ones[torch]",
+            _offline_bandit(algorithm),
+        )
+        for algorithm in OFFLINE_BANDIT_RUNS
     ),
     Target(
         "rllib-curriculum-example",

@@ -2,9 +2,8 @@
 
 The markers of the test tiers (registered in pyproject.toml) are set in the test files, except
 in tests/rllib/, whose files stay as RLlib wrote them: every test there is marked `rllib` here,
-the slow ones `slow` and the long ones `long`. A test marked `ray` skips, saying why, where Ray
-is not installed; one marked `long` skips unless LOCALRL_LONG_TESTS is set
-(`python bench/long_tests.py` sets it and runs them)."""
+the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is not installed. Every
+other test runs in the whole suite (`-m "slow or not slow"`), which is what CI runs."""
 
 import importlib.util
 import os
@@ -56,6 +55,10 @@ RLLIB_SLOW_TESTS = {
             "test_e2e_load_complex_multi_rl_module_with_modules_to_load",
         )
     ),
+    ("test_algorithm_rl_module_restore_torch.py", "test_e2e_load_rl_module"),
+    ("test_catalog.py", "test_customize_catalog_from_algorithm_config"),
+    ("test_ppo_rl_module.py", "test_forward_train"),
+    ("test_ppo_torch.py", "test_ppo_compilation_and_schedule_mixins"),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic"),
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_3_step"),
     (
@@ -65,19 +68,6 @@ RLLIB_SLOW_TESTS = {
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_random_n_step"),
     ("test_prioritized_episode_buffer.py", "test_update_priorities"),
 }
-#: RLlib's own long tests (file name, test name), marked `long` here (its files stay as RLlib
-#: wrote them; this project's long tests carry the marker themselves): a PPO training of ten
-#: default iterations with crashing sub-envs, a case that sleeps 45 s, a distributed EnvRunner
-#: on a Ray of its own, and its parallel-evaluation example.
-RLLIB_LONG_TESTS = {
-    ("test_env_runner_failures.py", "test_env_crash_during_sampling_but_restart_crashed_sub_envs"),
-    ("test_callbacks_on_algorithm.py", "test_on_env_runners_recreated_callback"),
-    ("test_single_agent_env_runner.py", "test_distributed_env_runner"),
-    ("test_examples.py", "test_evaluation_parallel_to_training_example_runs_its_assertions"),
-}
-LONG_TESTS_VAR = "LOCALRL_LONG_TESTS"
-#: The `long` tests are skipped unless this variable is set (`python bench/long_tests.py`).
-IN_BENCH = pytest.mark.skip(reason="a long run: python bench/long_tests.py runs it")
 NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 #: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s
 #: per test is near what they took on a busy 2-core machine (a Ray cluster starts in a minute).
@@ -100,13 +90,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(LONG_TIMEOUT)
         if item.get_closest_marker("ray") and not item.get_closest_marker("timeout"):
             item.add_marker(LONG_TIMEOUT)
-    for item in items:
-        if (item.path.name, item.originalname) in RLLIB_LONG_TESTS:
-            item.add_marker(pytest.mark.long)
-    if not os.environ.get(LONG_TESTS_VAR):
-        for item in items:
-            if item.get_closest_marker("long"):
-                item.add_marker(IN_BENCH)
     if importlib.util.find_spec("ray") is None:
         for item in items:
             if item.get_closest_marker("ray"):

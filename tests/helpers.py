@@ -308,8 +308,11 @@ def assert_same_objects(a: Any, b: Any, where: str = "value") -> None:
 def run_rllib_script(script: str, *args: str, timeout: float) -> None:
     """Runs `script`, a program of real RLlib 2.60's (the test extra installs it), in a fresh
     interpreter without this project's LOCALRL_ settings; asserts that it ended by printing
-    "saved"."""
+    "saved". Its torch computes on one thread unless the environment sizes the pools: on a
+    busy 2-core machine RLlib's small updates on two threads took up to 8 times as long
+    (tests/test_rllib_checkpoints.py's script: 20 s on one thread, 24 to 50 s on two)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOCALRL_")}
+    env.setdefault("OMP_NUM_THREADS", "1")
     done = subprocess.run(
         [sys.executable, "-c", script, *args],
         capture_output=True,

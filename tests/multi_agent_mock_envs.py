@@ -138,11 +138,12 @@ class EarlyDoneMultiAgent(RoundRobinMultiAgent):
 
 class FlexAgentsMultiAgent(_ChecksActors):
     """Agents come and go: each step may spawn a new agent (it observes at once) and may kill
-    one (terminated in that step). Each agent is a MockEnv(25)."""
+    one (terminated in that step). Each agent is a MockEnv(25). env_config["max_agents"]: the
+    most agents an episode may have (10000; an episode's state holds their spaces)."""
 
     def __init__(self, config: dict | None = None) -> None:
         super().__init__()
-        self.possible_agents = list(range(10000))  # the most agents an episode may have
+        self.possible_agents = list(range((config or {}).get("max_agents", 10000)))
         self.agents: list = []
         self.observation_space = gym.spaces.Discrete(2)
         self.action_space = gym.spaces.Discrete(2)
@@ -152,6 +153,7 @@ class FlexAgentsMultiAgent(_ChecksActors):
 
     def _spawn(self) -> int:
         agent_id = self.next_id
+        assert agent_id < len(self.possible_agents), "more agents than max_agents"
         self.next_id += 1
         self.envs[agent_id] = MockEnv(25)
         self.agents.append(agent_id)

@@ -191,6 +191,7 @@ class TargetEnv(gym.Env):
         return self._obs(), reward, False, self._t >= 10, {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_ppo_learns_every_leaf_of_a_dict_action(framework, tmp_path):
     if framework == "torch":
@@ -233,6 +234,7 @@ def test_ppo_learns_every_leaf_of_a_dict_action(framework, tmp_path):
 @pytest.mark.parametrize(
     "algorithm, framework", [("APPO", "numpy"), ("IMPALA", "torch")], ids=["APPO", "IMPALA-torch"]
 )
+@pytest.mark.slow
 def test_asynchronous_algorithms_learn_a_dict_action(algorithm, framework):
     """APPO's and IMPALA's learners (V-trace over the summed log-likelihoods) on the same
     Dict action, with an EnvRunner process sampling while the learner thread learns."""
@@ -326,6 +328,7 @@ def _first(tree, i=0):
     return int(row) if row.ndim == 0 and row.dtype.kind in "iu" else row
 
 
+@pytest.mark.slow
 def test_the_envrunner_takes_the_actions_a_module_draws_itself():
     """RLlib's modules may draw their actions in the forward pass (`Columns.ACTIONS` with
     `Columns.ACTION_LOGP`, as an autoregressive module must): the EnvRunner records those, not

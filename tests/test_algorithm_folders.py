@@ -121,6 +121,7 @@ def mentions(path: Path, package: str, names: set[str], root: Path = SOURCE_ROOT
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", registry.ALGORITHM_NAMES)
 def test_nothing_outside_an_algorithms_folder_names_it(name):
     package, names = folder_names(registry.ALGORITHM_PACKAGES[name])

@@ -49,6 +49,7 @@ def _differences(
     return lines
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_a_seeded_run_trains_the_recorded_weights(case):
     if "torch" in case:

@@ -169,6 +169,7 @@ def train_seeded_on_one_and_on_two_threads(kernels: dict[str, str]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_seeded_run_on_kernels_whose_sums_depend_on_the_thread_count_stays_on_one(unsized):
     # Two seeded runs, one where the timing picked one thread (a busy machine), one where it
     # picked two (an idle one), on BLAS kernels whose sums depend on the thread count: the
@@ -184,6 +185,7 @@ def test_a_seeded_run_on_kernels_whose_sums_depend_on_the_thread_count_stays_on_
     assert result["same_weights"]
 
 
+@pytest.mark.slow
 def test_a_seeded_run_takes_two_threads_where_its_steps_give_the_same_bits(unsized):
     # The machine's own kernels: where a 128-row step gives the same bits on two threads as on
     # one (OpenBLAS's AVX-512 kernels), the seeded run takes the second thread; either way its

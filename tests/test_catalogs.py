@@ -65,6 +65,7 @@ def test_the_default_catalog_builds_what_the_module_builds_without_one():
         torch.testing.assert_close(value, cataloged_state[key])
 
 
+@pytest.mark.slow
 def test_an_overridden_head_trains_in_torch_and_restores_from_a_checkpoint(tmp_path):
     algo = config_with(LinearValueCatalog).build()
     try:

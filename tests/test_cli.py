@@ -150,6 +150,7 @@ def trained_run(tmp_path_factory):
     return directory, done.stdout
 
 
+@pytest.mark.slow
 def test_train_prints_plain_rows_and_writes_the_run_folder(trained_run):
     run, out = trained_run
     # Not a terminal: one plain line per iteration, no status line or escape codes.
@@ -990,6 +991,7 @@ def test_model_flags_add_to_each_other_and_to_the_preset(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_multi_agent_cartpole_trains_with_its_preset_and_evaluates_per_agent(tmp_path):
     """`--env MultiAgentCartPole`: RLlib's tuned multi-agent preset, one policy per agent (p0,
     p1), each module's return in the rows; its checkpoint evaluates, each agent acting with
@@ -1133,6 +1135,7 @@ def readme_run(tmp_path_factory):
     return cwd, done.stdout
 
 
+@pytest.mark.slow
 def test_the_header_is_short_and_names_the_framework(readme_run):
     _, out = readme_run
     header = out[: out.index("\nready in ")]

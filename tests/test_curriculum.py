@@ -86,6 +86,7 @@ class OldStyleTaskFromIteration(RLlibCallback):
         algorithm.workers.foreach_worker(lambda ev: ev.foreach_env(lambda env: env.set_task(task)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("callback", [TaskFromIteration, OldStyleTaskFromIteration])
 def test_on_train_result_sets_the_task_on_every_runner(callback):
     with level_ppo(2, num_envs_per_env_runner=2).callbacks(callback).build() as algo:
@@ -97,6 +98,7 @@ def test_on_train_result_sets_the_task_on_every_runner(callback):
         assert runner_tasks(algo) == [[2, 2], [2, 2]]
 
 
+@pytest.mark.slow
 def test_foreach_env_runner_by_method_name_kwargs_and_ids():
     with level_ppo(2).build() as algo:
         group = algo.env_runner_group
@@ -157,6 +159,7 @@ def test_a_killed_runner_comes_back_on_the_current_task():
         assert result["env_runners"]["episode_return_max"] == pytest.approx(level_return(3))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_restores_the_current_task(tmp_path):
     with level_ppo(2, num_envs_per_env_runner=2).build() as algo:
         algo.env_runner_group.foreach_env_runner(

@@ -100,18 +100,6 @@ def blocks_of(page: Path) -> list[Block]:
     return blocks
 
 
-#: Pages whose blocks train for longer than the suite's budget allows yet (test_cli.py and
-#: test_tune.py run the same commands): marked `long` (tests/conftest.py).
-LONG_PAGES = {
-    "README.md",
-    "docs/cli.md",
-    "docs/tune.md",
-    "docs/torch.md",
-    "docs/offline.md",
-    "docs/sac.md",
-}
-
-
 def _pages_with_runnable_blocks() -> list[Path]:
     return [
         page for page in PAGES if any(block.action in ("run", "file") for block in blocks_of(page))
@@ -119,14 +107,9 @@ def _pages_with_runnable_blocks() -> list[Path]:
 
 
 def _page_cases() -> list:
-    """`_pages_with_runnable_blocks`, the `LONG_PAGES` marked `long`."""
+    """`_pages_with_runnable_blocks`, each named by its path."""
     return [
-        pytest.param(
-            page,
-            id=str(page.relative_to(REPO)),
-            marks=[pytest.mark.long] if str(page.relative_to(REPO)) in LONG_PAGES else [],
-        )
-        for page in _pages_with_runnable_blocks()
+        pytest.param(page, id=str(page.relative_to(REPO))) for page in _pages_with_runnable_blocks()
     ]
 
 

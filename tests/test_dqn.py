@@ -228,6 +228,7 @@ def test_dqn_updates_run_on_one_blas_thread(monkeypatch):
     assert seen and all(threads == [1] * len(threads) for threads in seen)
 
 
+@pytest.mark.slow
 def test_dqn_updates_keep_a_blas_pool_the_user_sized(monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
     seen = _blas_threads_during_dqn_updates(monkeypatch)

@@ -300,6 +300,7 @@ def test_the_numpy_and_torch_learners_give_the_same_loss_and_gradients(dueling, 
 
 
 # -- through the public API ----------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_distributional_dqn_trains_with_an_env_runner_process(framework):
     config = small_config(framework, num_env_runners=1, epsilon=[(0, 1.0), (200, 0.1)])
@@ -380,6 +381,7 @@ def _q_values(module: Any, obs: np.ndarray) -> np.ndarray:
     return module.compute_q_values({"obs": obs})["qf_preds"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_checkpoint_restores_the_same_q_values(tmp_path, framework):
     algo = small_config(framework, store_buffer_in_checkpoints=True).build()

@@ -39,6 +39,7 @@ def env_facts(runner):
     return runner.foreach_env(lambda env: (env.length, env.worker_index, env.vector_index))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["class", "callable", "registered", "gym_registered"])
 def test_env_forms_reach_worker_processes_with_env_config_and_context(form):
     if form == "class":
@@ -123,6 +124,7 @@ def test_a_call_that_does_not_answer_in_time_kills_the_runner():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_context_manager_and_garbage_collection_end_the_workers():
     with small_ppo(2).build() as algo:
         algo.train()

@@ -64,6 +64,7 @@ def weights_sum(algo) -> float:
     return float(algo.learner.module.flat_params.sum(dtype=np.float64))
 
 
+@pytest.mark.slow
 def test_schedule_overrides_flag_and_sequential_weights():
     algo = eval_ppo(
         evaluation_interval=2,
@@ -137,6 +138,7 @@ def _not_numbers(result):
     return {path: value for path, value in _leaves(result) if not isinstance(value, plain)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("evaluation_num_env_runners", [0, 1])
 def test_evaluate_gives_plain_numbers_also_after_a_restore(tmp_path, evaluation_num_env_runners):
     # 0: the round runs on the training local EnvRunner; 1: on an evaluation runner.
@@ -162,6 +164,7 @@ def test_evaluate_gives_plain_numbers_also_after_a_restore(tmp_path, evaluation_
         assert result["env_runners"]["num_episodes"] >= 2
 
 
+@pytest.mark.slow
 def test_a_timestep_budget_is_split_as_rllib_splits_it_over_the_runners():
     config = small_ppo(0).evaluation(
         evaluation_num_env_runners=3,

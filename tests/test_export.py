@@ -127,6 +127,7 @@ def _load_reader(folder):
     return reader.load(folder)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if c != "ppo_lstm"])
 def test_exports_compute_the_modules_outputs(tmp_path, tmp_path_factory, case):
     path = _checkpoint(tmp_path_factory, CASES[case])
@@ -156,6 +157,7 @@ def test_exports_compute_the_modules_outputs(tmp_path, tmp_path_factory, case):
     assert (spec["filter"] is not None) == (case == "mean_std_filter")
 
 
+@pytest.mark.slow
 def test_lstm_export_carries_the_state_as_the_module_does(tmp_path, tmp_path_factory):
     import torch
 
@@ -262,6 +264,7 @@ def solved_cartpole(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["onnx", "numpy"])
 def test_exported_policy_solves_cartpole_without_this_package(tmp_path, solved_cartpole, fmt):
     out = tmp_path / fmt

@@ -247,6 +247,7 @@ class WrongShapeAfter30Steps(gym.Env):
     ],
     ids=["raises_at_every_step", "wrong_obs_shape_at_step_30"],
 )
+@pytest.mark.slow
 def test_a_runner_failing_every_time_is_restarted_once_per_iteration_and_train_returns(
     env, env_config, failure
 ):
@@ -280,6 +281,7 @@ def test_a_runner_failing_every_time_is_restarted_once_per_iteration_and_train_r
         assert algo.env_runner_group.num_remote_worker_restarts() == 8
 
 
+@pytest.mark.slow
 def test_a_failure_after_its_restart_leaves_out_only_that_runner_for_the_iteration():
     """Runner 1 fails every time, runner 2 never: each iteration fills its batch from runner 2
     while runner 1 waits for the next one."""

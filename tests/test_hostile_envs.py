@@ -166,6 +166,7 @@ def test_with_default_fault_tolerance_train_returns_and_lists_the_failure(caplog
     )
 
 
+@pytest.mark.slow
 def test_an_env_that_never_returns_is_timed_out_and_train_returns():
     start = time.monotonic()
     with _config("step sleeps", restart=True, sample_timeout_s=0.5).build() as algo:

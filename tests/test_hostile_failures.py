@@ -105,6 +105,7 @@ def _train_until_it_raises(algo, error_type, limit=DEFAULT_LIMIT, *, sampled_bef
     return info.value
 
 
+@pytest.mark.slow
 def test_an_env_whose_step_always_raises_ends_train_with_its_error():
     config = _failing(small_ppo(2).environment(FaultInjectionEnv, env_config={"p_crash": 1.0}))
     with config.build() as algo:
@@ -114,6 +115,7 @@ def test_an_env_whose_step_always_raises_ends_train_with_its_error():
     assert "injected crash in step()" in error.remote_traceback
 
 
+@pytest.mark.slow
 def test_a_reset_that_always_hangs_ends_train_with_the_timeout():
     config = _failing(small_ppo(1).environment(HangingResetEnv).env_runners(sample_timeout_s=0.5))
     with config.build() as algo:
@@ -124,6 +126,7 @@ def test_a_reset_that_always_hangs_ends_train_with_the_timeout():
     assert "in reset" in error.stack
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("event", ["on_episode_start", "on_episode_step", "on_sample_end"])
 def test_a_callback_that_always_raises_ends_train_with_the_callback_error(event):
     config = _failing(small_ppo(1).callbacks(**{event: always_raises}))
@@ -136,6 +139,7 @@ def test_a_callback_that_always_raises_ends_train_with_the_callback_error(event)
     assert "a bug in the callback" in str(error)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["reset", "step"])
 def test_an_observation_of_the_wrong_shape_ends_train_naming_the_space_and_shape(where):
     config = _failing(small_ppo(1).environment(WrongShape, env_config={"where": where}))
@@ -148,6 +152,7 @@ def test_an_observation_of_the_wrong_shape_ends_train_naming_the_space_and_shape
     ) in str(error)
 
 
+@pytest.mark.slow
 def test_the_limit_is_a_setting():
     config = _failing(
         small_ppo(1).environment(FaultInjectionEnv, env_config={"p_crash": 1.0}),
@@ -157,6 +162,7 @@ def test_the_limit_is_a_setting():
         _train_until_it_raises(algo, EnvRunnerError, limit=1)
 
 
+@pytest.mark.slow
 def test_by_default_restarts_go_on_as_in_rllib_with_one_error_line_per_streak(caplog):
     config = (
         small_ppo(1)
@@ -179,6 +185,7 @@ def test_by_default_restarts_go_on_as_in_rllib_with_one_error_line_per_streak(ca
     assert "fault_tolerance(max_consecutive_failed_iterations=N)" in line  # how to opt in
 
 
+@pytest.mark.slow
 def test_a_flaky_failure_with_samples_in_between_keeps_being_restarted():
     """Each process's env fails at its 150th step, a new one counts from 0 again: every runner
     fails about every other sample, yet each iteration samples, so train() never gives up."""
@@ -199,6 +206,7 @@ class SampleOnlyPPO(PPO):
         self.env_runner_group.sample(min_env_steps=self.config.train_batch_size)
 
 
+@pytest.mark.slow
 def test_samples_count_even_when_the_training_step_logs_none():
     config = _failing(
         small_ppo(2).environment(FaultInjectionEnv, env_config={"crash_after_n_steps": 150})
@@ -209,6 +217,7 @@ def test_samples_count_even_when_the_training_step_logs_none():
         assert algo.env_runner_group.num_remote_worker_restarts() >= DEFAULT_LIMIT
 
 
+@pytest.mark.slow
 def test_a_streak_is_ended_by_an_iteration_that_samples():
     """Two failed iterations, then the env works again: the streak starts over, and it takes
     three more failed iterations to give up."""

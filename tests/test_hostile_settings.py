@@ -249,6 +249,7 @@ def test_the_table_covers_every_setting():
     assert sorted(set(HOSTILE) - names) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", CONFIGS)
 def test_every_hostile_value_is_refused_at_the_builder_call_and_changes_nothing(cls):
     problems = []

@@ -293,6 +293,7 @@ def _check_the_learner_thread_result(result, seq_nos):
 @pytest.mark.parametrize(
     ("config_class", "training", "framework"), [(APPOConfig, _APPO_TRAINING, "numpy")], ids=["APPO"]
 )
+@pytest.mark.slow
 def test_learns_cartpole_while_the_env_runners_sample(config_class, training, framework):
     """The numpy APPO learner to a mean return of 150 within 60 s.
     bench/learning_targets.py runs IMPALA's and the torch learners to the same target."""
@@ -355,6 +356,7 @@ def test_starts_learning_cartpole_while_the_env_runners_sample(
     _check_the_learner_thread_result(result, seq_nos)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_a_checkpoint_restores_the_learner_and_its_target_network(framework, tmp_path):
     config = _cartpole(APPOConfig, use_kl_loss=True).reporting(min_time_s_per_iteration=0.2)
@@ -381,6 +383,7 @@ def test_a_checkpoint_restores_the_learner_and_its_target_network(framework, tmp
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_killed_env_runner_is_restarted_and_training_goes_on():
     """The kill is noticed when the dead runner's pipe is next read or written, and the
     runner restarted at the start of the iteration after; the other runner samples on."""
@@ -417,6 +420,7 @@ def _policy_of_agent(agent_id, episode, **kwargs):
     return f"p{agent_id}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config_class", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
 def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_path):
     """Two agents, one module each (RLlib's multi-agent CartPole APPO example's mapping): both
@@ -472,6 +476,7 @@ def _random_pairing(agent_id, episode, **kwargs):
     return random.choice(["p0", "p1", "random"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config_class", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
 def test_module_specs_with_their_own_model_config_and_an_untrained_random_module(config_class):
     """RLlib's tic-tac-toe IMPALA/APPO examples: each trained module's spec has its own
@@ -536,12 +541,14 @@ print("APPO", type(algo).__name__, result["num_env_steps_sampled_lifetime"] > 0)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_an_rllib_appo_script_runs_unmodified_through_the_launcher(tmp_path):
     out = run_script(tmp_path, APPO_SCRIPT)
     assert "APPO APPO True" in out.stdout, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_the_env_runners_mean_std_filters_are_merged_and_shared():
     """RLlib's cartpole_impala.py normalizes observations with a MeanStdFilter: the EnvRunners'
     new observations are merged in the main process after each reply and go back with the

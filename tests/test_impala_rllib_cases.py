@@ -512,6 +512,7 @@ def _compile_and_train(config, loss_keys: set[str], iterations: int = 2) -> None
     ],
     ids=["vtrace-clips", "broadcast-3-queue-1", "2-envs-per-runner", "torch"],
 )
+@pytest.mark.slow
 def test_impala_compilation(framework, training, runners):
     """RLlib's `test_impala_compilation`: IMPALA builds, trains 2 iterations with results
     RLlib's checks accept, and computes single actions, over the settings varied here."""
@@ -536,6 +537,7 @@ def test_impala_compilation(framework, training, runners):
     ],
     ids=["use-kl-loss", "no-circular-buffer", "buffer-2x4", "torch", "torch-kl"],
 )
+@pytest.mark.slow
 def test_appo_compilation(framework, training):
     """RLlib's `test_appo_compilation` and `test_appo_compilation_use_kl_loss` (V-trace on:
     RLlib 2.60 refuses vtrace=False, as this project does), plus the circular buffer's
@@ -550,6 +552,7 @@ def test_appo_compilation(framework, training):
     _compile_and_train(config, _APPO_LOSSES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_impala_lr_schedule(framework):
     """RLlib's `test_impala_lr_schedule`: with lr=[[0, 0.05], [100000, 1e-6]] the optimizer
@@ -608,6 +611,7 @@ def test_appo_learning_rate_schedule():
     assert lr1 > lr2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_appo_entropy_coeff_schedule(framework):
     """RLlib's `test_appo_entropy_coeff_schedule`: entropy_coeff=[[0, 0.1], [100, 0.01],
@@ -678,6 +682,7 @@ def test_appo_model_variables(framework):
     [(IMPALAConfig, 1, 1), (APPOConfig, 2, 3)],
     ids=["IMPALA-1-runner", "APPO-2-runners-b3"],
 )
+@pytest.mark.slow
 def test_off_policyness(config_class, num_env_runners, broadcast_interval):
     """RLlib's off-policyness tests: over 3 iterations the EnvRunners sample with weights at
     most 2.0 broadcasts behind the learner's on average (RLlib's upper limit), the weights go
@@ -745,6 +750,7 @@ def _module_steps_per_iteration(config, iterations: int = 3) -> list[dict[str, f
     return both
 
 
+@pytest.mark.slow
 def test_default_appo_trains_the_modules_on_unequal_data():
     """RLlib's `test_default_appo_unequal_data`: 4 of 5 agents map to policy_a, 1 to policy_b;
     without minibatch_size each module trains on its agents' steps, so policy_a on over 1.5
@@ -753,6 +759,7 @@ def test_default_appo_trains_the_modules_on_unequal_data():
         assert steps["policy_a"] / steps["policy_b"] > 1.5, steps
 
 
+@pytest.mark.slow
 def test_minibatches_train_the_modules_on_equal_data():
     """RLlib's `test_minibatch_equalizes_data`: with minibatch_size=50 and num_epochs=4, every
     module takes as many minibatches of 50 steps (cycling over its own steps) as the module

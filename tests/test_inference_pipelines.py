@@ -95,6 +95,7 @@ def run_loop(env, env_to_module, module, module_to_env, steps, explore=False, se
     return episodes, records
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_mean_std_filtered_policy_acts_greedily_on_the_saved_statistics(tmp_path):
     config = (
@@ -139,6 +140,7 @@ def test_a_mean_std_filtered_policy_acts_greedily_on_the_saved_statistics(tmp_pa
         assert Columns.ACTION_LOGP not in to_env  # no exploration: no log-probs
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_recurrent_policy_carries_its_state_through_the_episodes(tmp_path):
     config = (

@@ -134,8 +134,18 @@ def test_forward_train_target_preds_are_frozen(twin_q):
         )
 
 
-def _bandit_config(tmp_path, framework: str) -> IQLConfig:
-    pq.write_table(_bandit_table(3000), tmp_path / "bandit.parquet")
+#: The learning check's iterations (5 updates each) and rates. At 35 iterations the evaluation
+#: returned -0.002 to -0.036 on seeds 0-4 with torch, -0.002 to -0.021 with numpy (data and
+#: config seeded alike). bench/learning_targets.py runs the rates of 3e-3 for 60 iterations.
+ITERATIONS, LR = 35, 1e-2
+
+
+def _bandit_config(
+    tmp_path, framework: str, *, lr: float = LR, iterations: int = ITERATIONS, seed: int = 0
+) -> IQLConfig:
+    """IQL on the recorded continuous bandit (`test_cql._bandit_table`), evaluated greedily
+    on 50 episodes after `iterations` iterations."""
+    pq.write_table(_bandit_table(3000, seed=seed), tmp_path / "bandit.parquet")
     return (
         IQLConfig()
         .environment(_ContinuousBandit)
@@ -144,34 +154,35 @@ def _bandit_config(tmp_path, framework: str) -> IQLConfig:
         .training(
             beta=1.0,
             train_batch_size_per_learner=128,
-            actor_lr=3e-3,
-            critic_lr=3e-3,
-            value_lr=3e-3,
+            actor_lr=lr,
+            critic_lr=lr,
+            value_lr=lr,
             tau=0.05,
         )
         .rl_module(model_config={"fcnet_hiddens": [32], "fusionnet_hiddens": [32]})
         .evaluation(
-            evaluation_interval=10,
+            evaluation_interval=iterations,
             evaluation_duration=50,
             evaluation_config={"explore": False},
         )
-        .debugging(seed=0)
+        .debugging(seed=seed)
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_iql_learns_better_actions_than_the_recorded_ones(tmp_path, framework):
     """From uniformly random actions (cloning them scores about -0.25 a step), the advantage
     weights move the policy towards the best action."""
     algo = _bandit_config(tmp_path, framework).build()
     try:
-        for _ in range(60):
+        for _ in range(ITERATIONS):
             result = algo.train()
     finally:
         algo.stop()
     learner = result["learners"]["default_policy"]
     assert {"policy_loss", "qf_loss", "qf_twin_loss", "value_learning_rate"} <= set(learner)
-    assert result["num_env_steps_sampled_lifetime"] == 60 * 128
+    assert result["num_env_steps_sampled_lifetime"] == ITERATIONS * 128
     assert result["evaluation"]["env_runners"]["episode_return_mean"] > -0.1
 
 

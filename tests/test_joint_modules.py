@@ -88,6 +88,7 @@ def shared_encoder_vpg(**training) -> VPGConfig:
     )
 
 
+@pytest.mark.slow
 def test_the_shared_encoder_trains_with_both_policies_and_reaches_the_env_runners():
     algo = shared_encoder_vpg().build()  # one EnvRunner process (VPG's default)
     try:
@@ -167,6 +168,7 @@ def test_the_joint_loss_is_the_sum_of_each_policys_vpg_loss_through_the_encoder(
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_holds_every_module_and_the_shared_optimizer(tmp_path):
     algo = shared_encoder_vpg().build()
     try:

@@ -78,6 +78,7 @@ def _config(predictor=NextObservationPredictor, **overrides):
     )
 
 
+@pytest.mark.slow
 def test_a_learner_only_module_trains_on_ppos_minibatches_and_checkpoints(tmp_path):
     algo = _config().build()
     try:
@@ -117,6 +118,7 @@ def test_a_learner_only_module_trains_on_ppos_minibatches_and_checkpoints(tmp_pa
         restored.stop()
 
 
+@pytest.mark.slow
 def test_a_learner_state_without_the_learner_only_module_is_refused_changing_nothing():
     algo = _config().build()
     try:
@@ -240,6 +242,7 @@ def _curiosity_config(**learner_config):
     )
 
 
+@pytest.mark.slow
 def test_the_curiosity_learner_trains_the_model_and_learns_from_its_rewards(tmp_path):
     algo = _curiosity_config(intrinsic_reward_coeff=0.05, forward_loss_weight=0.2).build()
     try:
@@ -267,6 +270,7 @@ def test_the_curiosity_learner_trains_the_model_and_learns_from_its_rewards(tmp_
         restored.stop()
 
 
+@pytest.mark.slow
 def test_the_curiosity_learner_names_the_settings_it_needs():
     with pytest.raises(KeyError, match="intrinsic_reward_coeff"):
         _curiosity_config(forward_loss_weight=0.2).build()

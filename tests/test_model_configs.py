@@ -123,6 +123,7 @@ def test_update_global_seed_if_necessary_seeds_random_numpy_and_torch():
         update_global_seed_if_necessary("tf2", 1)
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_rllibs_import_paths_serve_them_through_the_launcher(tmp_path):
     script = tmp_path / "script.py"

@@ -92,6 +92,7 @@ def test_a_piece_masks_an_action_in_the_env_runner_processes(tmp_path):
     assert [type(piece) for piece in pipeline.connectors[:2]] == [MaskLeft, GetActions]
 
 
+@pytest.mark.slow
 def test_a_torch_modules_piece_gets_tensors_and_may_act_itself():
     torch = pytest.importorskip("torch", reason="a torch module's pieces get tensors")
     assert torch is not None
@@ -167,6 +168,7 @@ def test_multi_agent_pieces_mask_every_modules_actions_in_the_env_runner_process
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_multi_agent_torch_piece_may_act_for_one_module():
     pytest.importorskip("torch", reason="a torch module's pieces get tensors")
     algo = multi_agent_config_with(lambda env: P0PushesRight()).framework("torch").build()
@@ -185,6 +187,7 @@ def test_other_signatures_are_refused_when_configured():
         PPOConfig().env_runners(module_to_env_connector=lambda a, b, c: MaskLeft())
 
 
+@pytest.mark.slow
 def test_multi_agent_pieces_run_on_recurrent_modules_outputs():
     pytest.importorskip("torch", reason="use_lstm runs on torch")
     model_config = {"use_lstm": True, "max_seq_len": 10, "fcnet_hiddens": [16], "lstm_cell_size": 8}

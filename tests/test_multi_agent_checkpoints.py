@@ -638,6 +638,7 @@ def test_an_altered_module_checkpoint_is_refused(tmp_path, trained_checkpoint):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_restarted_env_runner_has_the_added_module():
     from trainer.testing import kill_env_runner
 

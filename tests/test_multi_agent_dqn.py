@@ -136,6 +136,7 @@ def test_learning_starts_after_the_steps_rllib_counts():
     assert first_learning["agent_steps"] < 40
 
 
+@pytest.mark.slow
 def test_a_policy_left_out_of_policies_to_train_keeps_its_weights():
     config = _two_policies(num_env_runners=1, num_steps_sampled_before_learning_starts=100)
     config = config.multi_agent(policies_to_train={"p0"}).reporting(
@@ -157,6 +158,7 @@ def test_a_policy_left_out_of_policies_to_train_keeps_its_weights():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_prioritized_replay_sets_each_modules_own_priorities():
     config = _two_policies(num_steps_sampled_before_learning_starts=100).reporting(
         min_sample_timesteps_per_iteration=300
@@ -193,6 +195,7 @@ def test_the_uniform_multi_agent_buffer_trains_too():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_checkpoint_holds_each_modules_buffer(tmp_path):
     config = _two_policies(
         num_steps_sampled_before_learning_starts=100, store_buffer_in_checkpoints=True

@@ -68,7 +68,9 @@ ENVS: dict[str, tuple[Any, dict, bool]] = {
     "all agents done, no __all__": (CartPolesWithoutAllFlag, {"num_agents": 2}, True),
     "simultaneous": (RockPaperScissors, {}, True),
     "all end together": (lambda config: BasicMultiAgent(3), {}, True),
-    "agents join and leave": (FlexAgentsMultiAgent, {}, True),
+    # (its episodes here spawn agents 0-7; an episode's state holds every possible agent's
+    # spaces: with 10000 possible agents this case took 7 s, the others 0.1-0.2 s each)
+    "agents join and leave": (FlexAgentsMultiAgent, {"max_agents": 100}, True),
     "agents in turns": (TicTacToe, {}, False),
     "round robin": (lambda config: RoundRobinMultiAgent(3), {}, False),
     "one agent ends early": (lambda config: EarlyDoneMultiAgent(), {}, False),
@@ -157,6 +159,7 @@ def _logged_steps(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return logged_steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ENVS))
 def test_the_fast_path_records_what_the_general_path_records(name, monkeypatch):
     env, env_config, takes_fast_path = ENVS[name]

@@ -73,6 +73,7 @@ def progress(output: str) -> list[dict]:
 
 
 # -- the examples, through the launcher ------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.cli
 def test_agents_act_in_sequence_reaches_minus_4(tmp_path):
@@ -89,6 +90,7 @@ def test_agents_act_in_sequence_reaches_minus_4(tmp_path):
     assert {"return player1", "return player2"} <= set(rows[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.cli
 def test_different_spaces_for_agents_runs_its_iterations(tmp_path):
@@ -131,6 +133,7 @@ def test_zero_sum_self_play_runs_its_iterations(tmp_path, script, args, policies
     assert returns[0] == pytest.approx(-returns[1])
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.cli
 def test_shared_encoder_cartpole_runs_rllibs_ci_iterations(tmp_path):
@@ -222,8 +225,7 @@ def test_other_pieces_in_a_multi_agent_run_are_refused_naming_the_piece():
     assert error.value.capability == "multi-agent"
 
 
-@pytest.mark.slow
-@pytest.mark.long  # an iteration of PPO's defaults, rendering each step (about 30 s)
+@pytest.mark.slow  # an iteration of PPO's defaults, rendering each step (about 30 s)
 @pytest.mark.ray
 @pytest.mark.cli
 def test_custom_env_render_method_multi_agent_renders_each_sub_env(tmp_path):

@@ -259,6 +259,7 @@ def _recorded(name: str, callbacks: str) -> list:
         runner.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("callbacks", CALLBACKS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_runner_records_what_it_recorded(name, callbacks):

@@ -89,6 +89,7 @@ def check_agent_states(runner) -> int:
     return continued
 
 
+@pytest.mark.slow
 def test_each_agent_carries_its_own_state_across_steps_and_chunks():
     runner = MultiAgentEnvRunner(lstm_config(), worker_index=1, num_workers=1)
     try:
@@ -98,6 +99,7 @@ def test_each_agent_carries_its_own_state_across_steps_and_chunks():
         runner.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_runner_processes_carry_agent_states_and_the_learners_train_sequences(tmp_path):
     algo = lstm_config(num_env_runners=1).build()

@@ -260,6 +260,7 @@ def test_remote_calls_raise_in_the_caller_once_the_server_is_killed():
             time.sleep(client.REMOTE_CHECK_INTERVAL_S)
 
 
+@pytest.mark.slow
 def test_train_ends_with_the_callback_error_when_the_server_is_killed_mid_run(capfd):
     """The runners' callbacks call `.remote()`: after the server's SIGKILL they raise it, the
     runners are restarted and fail the same way, and (with a streak limit of 3) the third

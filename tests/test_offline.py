@@ -435,6 +435,7 @@ def _offline_config(data: Path, config_class: type = BCConfig) -> BCConfig:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_bc_and_marwil_learn_cartpole_from_recorded_expert_steps(tmp_path, framework):
     pq.write_table(_expert_table(6000), tmp_path / "expert.parquet", row_group_size=1000)

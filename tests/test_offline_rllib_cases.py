@@ -244,6 +244,7 @@ def test_bc_learns_cartpole_from_expert_steps_then_acts(cartpole_data):
 
 
 # -- CQL -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cql_builds_trains_evaluates_and_rates_actions(pendulum_data):
     """RLlib's case: bc_iters=2 (cloning in iterations 1-2, the critics' policy in 3-4), twin
     critics, evaluation every 2 iterations; then `compute_single_action`, and the critics'
@@ -268,6 +269,8 @@ def test_cql_builds_trains_evaluates_and_rates_actions(pendulum_data):
             evaluation_duration=10,
             evaluation_parallel_to_training=False,
         )
+        # One training step an iteration (CQL's default, SAC's, repeats it for a second).
+        .reporting(min_time_s_per_iteration=0)
     )
     algo = config.build()
     try:

@@ -29,6 +29,7 @@ def assert_warned_once(lines, form, replacement):
     assert replacement in matching[0]
 
 
+@pytest.mark.slow
 def test_dict_config_with_old_keys_and_env_argument(warnings_seen):
     algo = PPO(
         config={

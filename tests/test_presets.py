@@ -188,6 +188,7 @@ def test_the_main_job_on_each_preset_prints_no_warning_twice(algo, env, tmp_path
     assert not repeated, repeated
 
 
+@pytest.mark.slow
 def test_sacs_pendulum_default_is_the_faster_preset_and_rllibs_is_one_flag_away(tmp_path):
     """Where settings tuned here solve sooner than RLlib's tuned example, they are the main
     job's default; `--preset rllib` runs RLlib's example, and each header names the other."""
@@ -271,6 +272,7 @@ def test_appos_presets_are_rllibs_examples_and_faster_ones_for_two_cores(algo, e
     assert config.target_network_update_freq == 1
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_the_main_job_solves_cartpole_with_appos_preset(tmp_path):
     """`python -m trainer --algo APPO` on CartPole: the preset tuned here, a mean return of 400

@@ -58,8 +58,8 @@ dqn = (
     .environment("CartPole-v1")
     .env_runners(num_env_runners=0)
     .training(num_steps_sampled_before_learning_starts=100)
-    # (an iteration of 200 env steps, not DQN's 1000: about 100 updates, not 900)
-    .reporting(min_sample_timesteps_per_iteration=200)
+    # (an iteration of 120 env steps, not DQN's 1000: about 20 updates, not 900)
+    .reporting(min_sample_timesteps_per_iteration=120)
     .debugging(seed=0)
 )
 sac = (
@@ -145,6 +145,7 @@ def outputs(module, obs: np.ndarray) -> np.ndarray:
     return inputs.numpy() if hasattr(inputs, "numpy") else np.asarray(inputs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["cartpole", "pendulum", "dqn", "sac"])
 def test_an_rllib_module_gives_rllib_s_outputs(rllib_checkpoints, name):
     from trainer import RLModule
@@ -162,6 +163,7 @@ def test_an_rllib_module_gives_rllib_s_outputs(rllib_checkpoints, name):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["dqn", "sac"])
 def test_rllib_s_dqn_and_sac_algorithms_build_here_and_train(rllib_checkpoints, name):
     from trainer import Algorithm
@@ -300,6 +302,7 @@ def _our_outputs(module, obs: np.ndarray) -> np.ndarray:
     return np.asarray(module.forward_inference({"obs": obs})["action_dist_inputs"])
 
 
+@pytest.mark.slow
 def test_modules_written_here_load_in_rllib_with_the_same_outputs(tmp_path):
     from trainer import PPOConfig
     from trainer.algorithms.dqn import DQNConfig

@@ -140,6 +140,7 @@ def _launch(script: Path, *args: str, timeout: float) -> tuple[subprocess.Comple
     return completed, json.loads(lines[0].removeprefix("RESULT "))
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 @pytest.mark.parametrize("framework", ["torch", "tf2"])
 def test_tuned_pendulum_sac_script_trains_two_iterations_through_the_launcher(tmp_path, framework):
@@ -155,6 +156,7 @@ def test_tuned_pendulum_sac_script_trains_two_iterations_through_the_launcher(tm
     assert SAC_LEARNER_KEYS <= set(result["learners"]["default_policy"])
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_tuned_multi_agent_pendulum_sac_script_trains_each_policy(tmp_path):
     _, result = _launch(

@@ -359,6 +359,7 @@ def test_torch_sac_refusals_name_the_setting():
 
 
 # -- end to end ---------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_framework_torch_sac_samples_pendulum_in_a_worker_process_and_learns():
     algo = small_torch_sac(num_env_runners=1).build()
@@ -404,6 +405,7 @@ def test_framework_torch_sac_samples_pendulum_in_a_worker_process_and_learns():
         assert not np.array_equal(before[name], after[name]), name
 
 
+@pytest.mark.slow
 def test_a_torch_sac_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
     algo = small_torch_sac(store_buffer_in_checkpoints=True).build()
     try:

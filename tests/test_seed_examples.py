@@ -115,7 +115,7 @@ def test_the_curriculum_follows_episode_reward_mean(script):
     # Task 0 pays 150 per episode, task 1 250, task 2 350 (means over the last 100 episodes).
     assert means[0] == pytest.approx(150.0) and means[-1] == pytest.approx(350.0)
     assert means == sorted(means)
-    assert tasks == [1, 2, 2, 2]
+    assert tasks == [1, 2, 2]
 
 
 def test_the_global_counter_counts_every_env_step_of_both_runners():

@@ -72,6 +72,7 @@ def _run(*args, key_file, cwd, script=None):
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_own_main_module_config_loads_another_keys_needs_trust(tmp_path, monkeypatch):
     script = tmp_path / "my_script.py"

@@ -8,6 +8,7 @@ import math
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 import trainer  # noqa: F401 - registers localrl/TinyCatch-v0
@@ -99,6 +100,7 @@ def _make_wrapped_catch(config):
     )
 
 
+@pytest.mark.slow
 def test_ppo_trains_tiny_atari_cnn_on_wrapped_frames_in_an_env_runner_process():
     register_env("tiny-catch-wrapped", _make_wrapped_catch)
     config = (

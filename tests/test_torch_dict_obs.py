@@ -287,6 +287,7 @@ def test_a_connector_s_dict_output_reaches_a_torch_module_nested():
 
 
 # -- end to end: worker processes, evaluation in parallel ------------------------------------
+@pytest.mark.slow
 def test_ppo_trains_the_action_masking_module_with_parallel_evaluation():
     config = (
         make_config(train_batch_size=128, minibatch_size=64, num_epochs=1)

@@ -309,6 +309,7 @@ def test_a_custom_loss_reads_learner_config_dict_and_logs_to_metrics():
 
 
 # -- end to end -------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_optimizers_and_lr_schedulers_train_and_resume_from_a_checkpoint(tmp_path):
     config = (
         PPOConfig()

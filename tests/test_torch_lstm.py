@@ -311,6 +311,7 @@ def test_the_runner_carries_the_state_and_resets_it_at_each_episode():
         algo.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_runner_processes_carry_the_state_too():
     algo = lstm_ppo(num_env_runners=1).build()
@@ -325,6 +326,7 @@ def test_runner_processes_carry_the_state_too():
         algo.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("num_env_runners", [0, 1])
 def test_a_stateful_run_resumes_exactly_from_a_checkpoint(tmp_path, num_env_runners):

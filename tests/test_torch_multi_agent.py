@@ -208,6 +208,7 @@ def _multi_agent_torch_config() -> PPOConfig:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_multi_agent_torch_modules_train_sync_and_resume_exactly(tmp_path):
     from trainer.algorithms.ppo.ppo_learner import PPOLearner

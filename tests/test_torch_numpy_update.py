@@ -188,6 +188,7 @@ def test_a_torch_update_in_between_is_picked_up():
         _assert_same_learners(mixed, in_torch, WEIGHT_ATOL)
 
 
+@pytest.mark.slow
 def test_a_restore_continues_exactly():
     """A learner restored from another's state after a numpy update takes the same next
     update, bit for bit; an in-place write to a parameter is used by the next update."""
@@ -230,6 +231,7 @@ def test_what_trains_in_torch():
     assert PPOTorchLearner(schedulers, _module(env, {})).numpy_update is None
 
 
+@pytest.mark.slow
 def test_a_forward_hook_or_a_changed_optimizer_sends_the_update_to_torch():
     env = "CartPole-v1"
     learner = PPOTorchLearner(_config(env), _module(env, {}))
@@ -245,6 +247,7 @@ def test_a_forward_hook_or_a_changed_optimizer_sends_the_update_to_torch():
     assert not learner.numpy_update.usable()
 
 
+@pytest.mark.slow
 def test_an_algorithm_on_torch_trains_with_the_numpy_update_and_restores(tmp_path):
     """Through the public API: a torch PPO Algorithm with EnvRunner processes learns
     CartPole's first steps, and its checkpoint restores the same weights and Adam state."""
@@ -371,6 +374,7 @@ def test_a_restored_dqn_learner_continues_exactly():
         np.testing.assert_array_equal(value, _weights(restored)[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_a_dqn_algorithm_on_torch_steps_in_numpy_and_restores(tmp_path, monkeypatch):
     """Through the public API: the default torch DQN on CartPole with an EnvRunner process
     trains with the numpy step (torch's is never called), and its checkpoint restores the
@@ -436,8 +440,8 @@ from trainer import Algorithm, DQNConfig, PPOConfig
 configs = [
     PPOConfig().training(train_batch_size=400, minibatch_size=100, num_epochs=2),
     DQNConfig()
-    .reporting(min_sample_timesteps_per_iteration=200)
-    .training(num_steps_sampled_before_learning_starts=100),
+    .reporting(min_sample_timesteps_per_iteration=100)
+    .training(num_steps_sampled_before_learning_starts=50),
 ]
 for config in configs:
     config.environment("CartPole-v1").framework("torch").env_runners(num_env_runners=1)
@@ -455,6 +459,7 @@ for config in configs:
 """
 
 
+@pytest.mark.slow
 def test_default_torch_runs_never_build_the_torch_adam(tmp_path):
     """In a fresh process: PPO and DQN on torch train, checkpoint, restore and train again
     with the numpy update alone: the torch Adam is never built, so torch._dynamo (which a

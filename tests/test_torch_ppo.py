@@ -51,6 +51,7 @@ def _mean_return(algo, iterations: int) -> float:
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_framework_torch_trains_the_default_torch_module_in_worker_processes():
     from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
@@ -74,6 +75,7 @@ def test_framework_torch_trains_the_default_torch_module_in_worker_processes():
         algo.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_users_torch_rl_module_samples_in_worker_processes_and_learns():
     config = (
@@ -113,6 +115,7 @@ def test_a_users_learner_class_computes_the_loss(where):
         PPOConfig().training(learner_class=dict)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_torch_checkpoint_holds_arrays_and_resumes_exactly_in_a_fresh_process(tmp_path):
     config = torch_ppo().env_runners(num_env_runners=0)
@@ -223,6 +226,7 @@ def test_a_gpu_learner_learns_on_the_gpu_and_the_samplers_stay_on_the_cpu(tmp_pa
         again.stop()
 
 
+@pytest.mark.slow
 def test_torch_refusals_name_the_setting():
     if not __import__("torch").cuda.is_available():
         with pytest.raises(ConfigError, match=r"learners\(num_gpus_per_learner=1\): .*no CUDA"):
@@ -238,6 +242,7 @@ def test_torch_refusals_name_the_setting():
         )
 
 
+@pytest.mark.slow
 def test_a_numpy_run_imports_no_torch():
     script = textwrap.dedent(
         """

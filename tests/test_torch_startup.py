@@ -63,6 +63,7 @@ def _default_entry(learner: PPOTorchLearner):
     return learner._optimizers[DEFAULT_OPTIMIZER]
 
 
+@pytest.mark.slow
 def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
     """The build (with an EnvRunner process: the worker template, and what the main process
     imports while it waits) imports torch, not torch._dynamo; the first use of the optimizer
@@ -85,6 +86,7 @@ def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
     assert int(output[-1]) <= 1
 
 
+@pytest.mark.slow
 def test_torch_is_imported_without_collector_passes_and_the_collector_stays_on():
     output = _run(
         """

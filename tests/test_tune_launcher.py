@@ -122,6 +122,7 @@ def test_with_real_tune_rllibs_other_algorithms_are_one_typed_refusal():
         launcher.uninstall()
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 @needs_tune
 def test_an_algorithm_restores_from_a_tune_checkpoint(tmp_path):

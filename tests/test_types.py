@@ -37,8 +37,7 @@ NOT_SETTINGS = {
 }
 
 
-@pytest.mark.slow
-@pytest.mark.long  # .ci/run runs mypy as a step of its own, right after the suite
+@pytest.mark.slow  # a cold run; .ci/run's own mypy step after the suite reuses its cache
 def test_mypy_reports_no_errors_on_trainer():
     pytest.importorskip("mypy", reason="the type check needs mypy (pip install -e '.[test]')")
     done = subprocess.run(

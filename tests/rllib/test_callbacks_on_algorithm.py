@@ -6,8 +6,8 @@
 # would see only the count since the last iteration; "lifetime_sum" is what 2.60's deprecation
 # of clear_on_reduce=False names for a running count. Its env crashes at every step, so its
 # three train() calls sample nothing, and the runners are restarted for ever (the default, as
-# in RLlib), which is what the case checks. The case sleeps 45 s, so it runs in
-# bench/long_tests.py, not in the CI suite (tests/conftest.py's RLLIB_LONG_TESTS).
+# in RLlib), which is what the case checks. The case sleeps 45 s: the file is in the slow tier
+# (tests/conftest.py's RLLIB_SLOW_FILES).
 import tempfile
 import time
 import unittest

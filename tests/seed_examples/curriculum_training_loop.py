@@ -1,6 +1,7 @@
 # The advanced-API doc's second curriculum example (the Algorithm API between train() calls),
 # imports changed. Tune's function trainable becomes the same loop in plain Python: `train_fn`
-# stops after 4 iterations instead of when Tune stops it, and prints what it would report.
+# stops after 3 iterations (the third is the first on the top task, where the curriculum stays)
+# instead of when Tune stops it, and prints what it would report.
 # YourEnv is filled in: 50-step episodes rewarded 3 + 2 * task per step (150, 250, 350).
 import gymnasium as gym
 import numpy as np
@@ -34,7 +35,7 @@ class YourEnv(TaskSettableEnv):
 
 def train_fn(config):
     algo = PPO(config=config, env=YourEnv)
-    for _ in range(4):  # Tune's stop criterion
+    for _ in range(3):  # Tune's stop criterion
         result = algo.train()
         print(f"report: episode_reward_mean={result['episode_reward_mean']:.1f}")
         if result["episode_reward_mean"] > 200:

@@ -383,8 +383,7 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         'its callback counts recreations with reduce="sum", which RLlib 2.60\'s '
         "MetricsLogger (and this one) clears at each train()'s reduce, so its last check "
         "(more than one recreation per runner, read after train()) cannot hold there "
-        'either; the port counts with reduce="lifetime_sum". It runs in '
-        "bench/long_tests.py (it sleeps 45 s)",
+        'either; the port counts with reduce="lifetime_sum"',
         TEST,
     ),
     Difference(
