@@ -56,6 +56,12 @@ RLLIB_SLOW_TESTS = {
         )
     ),
     ("test_algorithm_rl_module_restore_torch.py", "test_e2e_load_rl_module"),
+    (
+        "test_algorithm_rl_module_restore.py",
+        "test_e2e_load_complex_multi_rl_module_with_modules_to_load",
+    ),
+    ("test_ppo_rl_module.py", "test_rollouts"),
+    ("test_ppo_torch.py", "test_ppo_free_log_std"),
     ("test_catalog.py", "test_customize_catalog_from_algorithm_config"),
     ("test_ppo_rl_module.py", "test_forward_train"),
     ("test_ppo_torch.py", "test_ppo_compilation_and_schedule_mixins"),

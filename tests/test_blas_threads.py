@@ -216,6 +216,7 @@ with threadpool_limits(limits=2, user_api="blas"):
 """
 
 
+@pytest.mark.slow
 def test_the_pool_is_sized_back_and_its_threads_rest_after_an_update_on_two(unsized):
     # A pool thread left alone spins for about 0.1 s after its last product, taking a core
     # from the EnvRunners that sample next. The pool is put to rest only in a process with one
@@ -228,6 +229,7 @@ def test_the_pool_is_sized_back_and_its_threads_rest_after_an_update_on_two(unsi
     assert float(out.stdout.strip().splitlines()[-1]) < 0.03
 
 
+@pytest.mark.slow
 def test_a_capped_pool_stays_capped_and_a_user_sized_one_is_left_alone(monkeypatch, unsized):
     from threadpoolctl import threadpool_limits
 
@@ -256,6 +258,7 @@ def test_a_capped_pool_stays_capped_and_a_user_sized_one_is_left_alone(monkeypat
     assert steps_at == [{}]
 
 
+@pytest.mark.slow
 def test_the_untimed_rest_of_an_update_runs_on_one_thread(monkeypatch, unsized):
     # The train batch's value estimates (thousands of rows) run on one thread whatever the
     # policy chose: a product's result may depend on its thread count where OpenBLAS splits an

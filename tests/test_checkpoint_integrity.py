@@ -130,6 +130,7 @@ def test_damage_to_any_file_is_refused_naming_it_and_changes_nothing(tmp_path, s
         shutil.rmtree(path)
 
 
+@pytest.mark.slow
 def test_every_single_byte_change_of_metadata_json_is_refused(tmp_path, saved):
     """metadata.json is sealed with its own SHA-256: a flip of any bit of any byte (one bit per
     byte, cycling through the 8) is caught before its contents are used."""

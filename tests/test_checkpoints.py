@@ -480,6 +480,7 @@ def test_dqn_checkpoints_the_replay_buffer_when_asked(tmp_path):
         assert len(restored.local_replay_buffer) == 0
 
 
+@pytest.mark.slow
 def test_evaluation_runners_get_weights_and_state_on_restore(tmp_path):
     config = (
         small_ppo(1)

@@ -369,6 +369,7 @@ class WritesABatchColumn(ConnectorV2):
         return batch
 
 
+@pytest.mark.slow
 def test_ppo_learns_from_the_episodes_its_learner_connector_rewrote():
     """A learner piece that negates CartPole's rewards (RLlib's learner pipeline, called as
     `learner_connector(observation_space, action_space)`) makes PPO learn to fall as fast as

@@ -35,6 +35,7 @@ def runner_tasks(algo):
     return algo.env_runner_group.foreach_env_runner(lambda r: r.get_tasks(), local_env_runner=False)
 
 
+@pytest.mark.slow
 def test_env_task_fn_gets_results_env_and_context_for_every_sub_env():
     seen_results = []
 
@@ -253,6 +254,7 @@ def _env_facts(env_runner):
     return env_runner.config.env_config, goals, certain, max(len(e) for e in episodes)
 
 
+@pytest.mark.slow
 def test_a_runner_that_re_makes_its_env_with_one_key_keeps_the_others():
     config = (
         small_ppo(1)

@@ -80,6 +80,7 @@ def test_dqn_with_worker_processes_and_uniform_replay():
     assert all(ep.t_started == 0 for ep in buffer.episodes)
 
 
+@pytest.mark.slow
 def test_greedy_actions_with_explore_false():
     algo = small_dqn(num_env_runners=1).env_runners(explore=False).build()
     try:
@@ -220,6 +221,7 @@ def _blas_threads_during_dqn_updates(monkeypatch) -> list[list[int]]:
     return blas_threads_seen(monkeypatch, DQNLearner, "update", train_once)
 
 
+@pytest.mark.slow
 def test_dqn_updates_run_on_one_blas_thread(monkeypatch):
     # As PPO's (see BlasThreads): numpy's pool of one thread per core stalls on a busy machine.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

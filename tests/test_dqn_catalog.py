@@ -157,6 +157,7 @@ def _config(env, catalog_class) -> DQNConfig:
     )
 
 
+@pytest.mark.slow
 def test_an_overridden_head_trains_in_torch_and_restores_from_a_checkpoint(tmp_path):
     algo = _config("CartPole-v1", LinearQCatalog).build()
     try:
@@ -182,6 +183,7 @@ def test_an_overridden_head_trains_in_torch_and_restores_from_a_checkpoint(tmp_p
         restored.stop()
 
 
+@pytest.mark.slow
 def test_dict_observations_train_through_a_catalog_encoder():
     algo = _config(DictCartPole, PosVelCatalog).build()
     try:

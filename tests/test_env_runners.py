@@ -71,6 +71,7 @@ def test_env_forms_reach_worker_processes_with_env_config_and_context(form):
     assert result["env_runners"]["num_env_steps_sampled"] >= 200
 
 
+@pytest.mark.slow
 def test_group_operations_foreach_healthy_ids_method_names_and_stop():
     algo = small_ppo(2).build()
     group = algo.env_runner_group
@@ -95,6 +96,7 @@ def test_group_operations_foreach_healthy_ids_method_names_and_stop():
         algo.train()
 
 
+@pytest.mark.slow
 def test_weights_reach_every_runner_after_each_update():
     algo = small_ppo(2).build()
     try:
@@ -108,6 +110,7 @@ def test_weights_reach_every_runner_after_each_update():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_call_that_does_not_answer_in_time_kills_the_runner():
     algo = small_ppo(2).fault_tolerance(restart_failed_env_runners=False).build()
     try:
@@ -175,6 +178,7 @@ def test_workers_exit_when_the_training_process_dies(tmp_path):
     assert alive == [], "worker processes outlived their SIGKILLed parent"
 
 
+@pytest.mark.slow
 def test_a_worker_that_fails_to_start_reports_the_env_error():
     def broken(cfg):
         raise RuntimeError("env cannot start")
@@ -184,6 +188,7 @@ def test_a_worker_that_fails_to_start_reports_the_env_error():
     assert "EnvRunner 1" in str(info.value) or "EnvRunner 2" in str(info.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_same_seed_same_training(num_env_runners):
     def run():
@@ -199,6 +204,7 @@ def test_same_seed_same_training(num_env_runners):
         np.testing.assert_array_equal(w1[name], w2[name])
 
 
+@pytest.mark.slow
 def test_complete_episodes_mode_returns_only_finished_episodes():
     algo = small_ppo(1).env_runners(batch_mode="complete_episodes").build()
     try:

@@ -49,6 +49,7 @@ class OldStyleRecreated(RLlibCallback):
         self.worker_ids.append(list(worker_ids))
 
 
+@pytest.mark.slow
 def test_without_restarts_a_failure_is_fatal_and_names_runner_kind_and_traceback():
     config = faulty_ppo(crash_after_n_steps=20, crash_on_worker_indices=[1]).fault_tolerance(
         restart_failed_env_runners=False
@@ -298,6 +299,7 @@ def test_a_failure_after_its_restart_leaves_out_only_that_runner_for_the_iterati
             assert all("EnvRunner 1 raised" in f for f in tolerance["failures_this_iteration"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 2])
 def test_restart_failed_sub_environments_recreates_only_the_broken_sub_env(num_env_runners):
     config = (
@@ -420,6 +422,7 @@ def test_no_orphans_when_the_script_ends_without_stop(tmp_path, how):
     assert env_runner_pids() == []
 
 
+@pytest.mark.slow
 def test_delay_between_env_runner_restarts_s_is_waited_before_a_restart():
     config = small_ppo(1).fault_tolerance(delay_between_env_runner_restarts_s=0.8)
     with config.build() as algo:

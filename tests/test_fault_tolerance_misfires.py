@@ -173,6 +173,7 @@ def test_a_worker_stuck_in_c_code_dies_with_a_killed_training_process(tmp_path):
         process.kill()
 
 
+@pytest.mark.slow
 def test_a_restarted_runner_samples_with_the_current_weights():
     """The restart hands the new process the learner's weights before it samples (it used to
     send them under a key the runner ignored, so one round was sampled with initial weights)."""

@@ -66,6 +66,7 @@ def test_each_agent_stacks_its_own_frames_in_a_multi_agent_run():
     assert raw_episode.agent_episodes[0].get_observations()[0].shape == (4,)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_frame_stacking_learner_trains_on_the_stacked_episodes():
     config = (

@@ -338,6 +338,7 @@ def _state_bytes(algorithm):
     return pack(algorithm.get_state())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CRAFTED))
 def test_a_crafted_checkpoint_is_a_checkpoint_error_and_changes_nothing(
     tmp_path, saved, algo, case

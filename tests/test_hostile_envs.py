@@ -135,6 +135,7 @@ BROKEN_ENVS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bug", list(BROKEN_ENVS))
 def test_a_broken_env_is_raised_naming_the_runner_and_what_the_env_did(bug):
     start = time.monotonic()
@@ -147,6 +148,7 @@ def test_a_broken_env_is_raised_naming_the_runner_and_what_the_env_did(bug):
     assert re.search(BROKEN_ENVS[bug], str(error.value)), str(error.value)
 
 
+@pytest.mark.slow
 def test_with_default_fault_tolerance_train_returns_and_lists_the_failure(caplog):
     start = time.monotonic()
     with _config("step returns 4 values", restart=True).build() as algo:
@@ -178,6 +180,7 @@ def test_an_env_that_never_returns_is_timed_out_and_train_returns():
     )
 
 
+@pytest.mark.slow
 def test_an_env_whose_close_raises_does_not_keep_stop_from_returning():
     start = time.monotonic()
     algo = _config("close raises").build()
@@ -193,6 +196,7 @@ def test_an_env_whose_close_raises_does_not_keep_stop_from_returning():
         ("reward is a string", r"sub-env 0's step\(\) returned the reward '1.0' \(a str\)"),
     ],
 )
+@pytest.mark.slow
 def test_an_async_sub_env_is_checked_in_its_child_process(bug, shown):
     config = _config(bug).env_runners(gym_env_vectorize_mode="async")
     with pytest.raises(EnvRunnerFailure, match=rf"EnvRunner 1 raised EnvDataError: .*{shown}"):
@@ -260,6 +264,7 @@ class MisbehavingMultiAgentEnv(MultiAgentEnv):
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_broken_multi_agent_env_is_named_with_the_agent_and_what_it_returned(bug, shown):
     config = (
         _config(bug)
@@ -286,6 +291,7 @@ def test_compute_single_action_names_an_observation_that_does_not_fit():
         assert algo.compute_single_action(np.zeros(4, np.float32)) in (0, 1)
 
 
+@pytest.mark.slow
 def test_an_observation_space_setting_the_env_cannot_fill_is_named_at_start():
     config = _config("").environment(observation_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32))
     with pytest.raises(
@@ -297,6 +303,7 @@ def test_an_observation_space_setting_the_env_cannot_fill_is_named_at_start():
         config.build()
 
 
+@pytest.mark.slow
 def test_an_action_space_setting_the_env_cannot_take_is_named_at_start():
     config = _config("").environment(action_space=gym.spaces.Discrete(5))
     with pytest.raises(

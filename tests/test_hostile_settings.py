@@ -330,6 +330,7 @@ def _hostile_by_kind(default: Any) -> list[Any]:
     return [5, "x", {"a": 1}]  # lists
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", CONFIGS)
 def test_rllib_settings_without_an_effect_refuse_values_of_another_kind(cls):
     problems = []

@@ -149,6 +149,7 @@ def test_the_torch_learner_takes_the_numpy_learners_minibatch_steps():
     assert stats["num_module_steps_trained"] == 15
 
 
+@pytest.mark.slow
 def test_a_recurrent_modules_pieces_start_from_the_recorded_state():
     from test_torch_lstm import LSTM_MODEL, hand_built_chunk
 

@@ -584,6 +584,7 @@ def test_impala_lr_schedule(framework):
     assert lr2 <= lr1 and lr3 <= lr2 and lr3 < lr1, rates
 
 
+@pytest.mark.slow
 def test_appo_learning_rate_schedule():
     """RLlib's `test_appo_learning_rate_schedule`: lr=[[0, 0.05], [50000, 0.0]], fragments of
     10 steps, batches of 20, iterations of 20 trained steps: the rate after 10 iterations is
@@ -825,6 +826,7 @@ def _numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("forward", ["forward_exploration", "forward_inference"])
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
 @pytest.mark.parametrize("framework", ["numpy", "torch"])

@@ -228,6 +228,7 @@ print("IQL", type(algo).__name__, result["learners"]["default_policy"]["policy_l
 """
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_an_rllib_iql_script_runs_unmodified_through_the_launcher(tmp_path):
     pq.write_table(_pendulum_table(2, 0.3), tmp_path / "steps.parquet")

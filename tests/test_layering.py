@@ -383,6 +383,7 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
 }
 
 
+@pytest.mark.slow
 def test_no_circle_among_modules():
     """No modules' top-level imports go round, those under `if TYPE_CHECKING:` included (a
     circle of `import x` statements imports, but the first module of it runs with the others

@@ -305,6 +305,7 @@ def _dqn(learner_class):
     )
 
 
+@pytest.mark.slow
 def test_every_torch_learner_gets_rllibs_build_hook_once():
     algo = _dqn(DQNLearnerCountingBuilds).build()
     try:

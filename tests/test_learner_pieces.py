@@ -67,6 +67,7 @@ class CountsRewards(ConnectorV2):
         return batch
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_impalas_learner_thread_runs_the_pieces_over_every_train_batch():
     algo = asynchronous(IMPALAConfig, learner_connector=lambda *spaces: CountsRewards()).build()
@@ -145,6 +146,7 @@ class RewardsFromTheStore(ConnectorV2):
         return batch
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_subclass_setup_shares_a_store_with_runner_processes_and_learner_pieces(tmp_path):
     config = (
@@ -187,6 +189,7 @@ class ZeroAgentRewards(ConnectorV2):
         return batch
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("config_class", [PPOConfig, APPOConfig])
 def test_multi_agent_pieces_reach_each_agents_episode(config_class):

@@ -70,6 +70,7 @@ def sampled(algo) -> list:
     return episodes
 
 
+@pytest.mark.slow
 def test_a_piece_masks_an_action_in_the_env_runner_processes(tmp_path):
     algo = config_with(lambda env, spaces: MaskLeft()).build()
     try:
@@ -149,6 +150,7 @@ def actions_by_agent(episodes) -> dict:
     return actions
 
 
+@pytest.mark.slow
 def test_multi_agent_pieces_mask_every_modules_actions_in_the_env_runner_processes():
     algo = multi_agent_config_with(lambda env, spaces: MaskLeftPerModule()).build()
     try:

@@ -60,6 +60,7 @@ def test_the_checkpoint_holds_one_module_checkpoint_per_module(trained_checkpoin
     assert all(_same(multi[m].get_state(), weights[m]) for m in weights)
 
 
+@pytest.mark.slow
 def test_restore_one_of_n_modules_with_rllibs_component_path(trained_checkpoint):
     path, weights = trained_checkpoint
     algo = _config(num_agents=3, num_env_runners=1, seed=11).build()
@@ -201,6 +202,7 @@ def _runner_metrics(result):
     return {k: v for k, v in result["env_runners"].items() if k not in _CLOCK_KEYS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_env_runners", [0, 1])
 def test_a_restored_multi_agent_run_continues_exactly(tmp_path, num_env_runners):
     """Episodes run across the save (fragments of 40 steps, CartPole episodes are longer):
@@ -289,6 +291,7 @@ def _opponent(agent_id, episode, **kwargs):
     return "main" if agent_id == 0 else "main_v1"
 
 
+@pytest.mark.slow
 def test_add_a_module_mid_training_and_train_it(tmp_path):
     algo = _self_play_config(num_env_runners=1).build()
     try:
@@ -334,6 +337,7 @@ def test_add_a_module_mid_training_and_train_it(tmp_path):
         restored.stop()
 
 
+@pytest.mark.slow
 def test_remove_a_module_everywhere():
     config = _self_play_config(num_env_runners=1).multi_agent(
         policies={"main", "old"}, policy_mapping_fn=_old_opponent
@@ -676,6 +680,7 @@ def test_a_restarted_env_runner_has_the_added_module():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_agents_acting_in_turns_resume_exactly_counting_agent_steps():
     """Episodes cut mid-turn (an agent's reward waiting for its next step) and agent-step
     counting: the restored runner's state goes on as the uninterrupted one."""

@@ -181,6 +181,7 @@ def test_prioritized_replay_sets_each_modules_own_priorities():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_the_uniform_multi_agent_buffer_trains_too():
     config = _two_policies(
         buffer="MultiAgentEpisodeReplayBuffer", num_steps_sampled_before_learning_starts=100

@@ -619,6 +619,7 @@ def test_multi_agent_env_class_with_a_single_agent_config_is_refused_before_work
         PPOConfig().environment(MyTurnGame).env_runners(num_env_runners=1).build()
 
 
+@pytest.mark.slow
 def test_multi_agent_env_from_a_creator_with_a_single_agent_config_is_refused_in_the_runner():
     register_env("ma_cartpole_for_refusal", lambda config: MultiAgentCartPole(config))
     config = PPOConfig().environment("ma_cartpole_for_refusal", env_config={"num_agents": 2})

@@ -78,6 +78,7 @@ def _sampled(env: Any, env_config: dict, **multi_agent: Any) -> list[MultiAgentE
         runner.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ENVS))
 def test_episodes_arrive_as_they_were_sampled(name):
     env, env_config, _ = ENVS[name]

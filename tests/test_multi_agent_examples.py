@@ -147,6 +147,7 @@ def test_shared_encoder_cartpole_runs_rllibs_ci_iterations(tmp_path):
     assert {"return p0", "return p1"} <= set(rows[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 @pytest.mark.cli
 def test_pettingzoo_waterworld_names_the_missing_extra(tmp_path):

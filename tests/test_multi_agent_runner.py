@@ -177,6 +177,7 @@ def test_episode_callbacks_receive_the_multi_agent_episode_in_order():
     ]
 
 
+@pytest.mark.slow
 def test_ppo_trains_each_policy_with_env_runner_processes():
     config = _two_policies(num_env_runners=2).training(
         train_batch_size=400, minibatch_size=100, num_epochs=2, lr=1e-3
@@ -266,6 +267,7 @@ def test_a_multi_agent_algorithm_answers_per_module():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_multi_agent_run_evaluates_on_its_own_runners():
     config = (
         _turns_config()

@@ -228,6 +228,7 @@ def test_the_server_socket_is_in_a_directory_only_its_user_can_enter():
 @pytest.mark.skipif(
     not hasattr(os, "geteuid") or os.geteuid() != 0, reason="switching to another user needs root"
 )
+@pytest.mark.slow
 def test_another_user_cannot_connect():
     import socket
 

@@ -670,6 +670,7 @@ def test_offline_evaluation_is_for_the_offline_algorithms():
         BCConfig().evaluation(offline_evaluation_type="is")
 
 
+@pytest.mark.slow
 def test_ppo_warm_starts_from_a_bc_module_checkpoint(tmp_path):
     """RLlib's offline-to-online path: BC learns CartPole from expert steps, its module's
     checkpoint seeds PPO through `RLModuleSpec(load_state_path=...)`, and PPO starts from the

@@ -60,6 +60,7 @@ def _parallel_evaluation(config, interval: int = 3):
     ],
     ids=["discrete", "continuous"],
 )
+@pytest.mark.slow
 def test_marwil_builds_and_trains_with_parallel_evaluation(env_id, data, training, request):
     folder = request.getfixturevalue(data)
     config = _parallel_evaluation(
@@ -212,6 +213,7 @@ def test_marwils_module_values_inference_only_and_a_sampling_loop():
 
 
 # -- BC ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_bc_learns_cartpole_from_expert_steps_then_acts(cartpole_data):
     """RLlib's case: BC evaluated on the env in parallel to training reaches a return of 75
     from expert data; then `compute_single_action` acts in the env's space."""

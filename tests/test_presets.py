@@ -91,6 +91,7 @@ def test_a_pair_without_a_preset_says_so_and_an_env_class_has_none():
     assert line.endswith("; RLlib's default settings")
 
 
+@pytest.mark.slow
 def test_the_clis_first_line_names_a_preset_tuned_here(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "trainer", "--env", "Acrobot-v1", "--stop-iters", "1"]

@@ -123,6 +123,7 @@ def assert_continues_the_bc_policy(module, checkpoint: Path) -> None:
     assert not any(state[key].any() for key in state if key.startswith("_vf.net"))
 
 
+@pytest.mark.slow
 def test_load_state_path_of_the_bc_modules_folder_loads_the_policy_and_keeps_the_value_branch(
     bc_checkpoint,
 ):
@@ -171,6 +172,7 @@ def test_a_checkpoint_with_weights_the_module_lacks_is_refused_and_changes_nothi
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_module_class_of_the_running_script_is_saved_by_its_place_in_it(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(

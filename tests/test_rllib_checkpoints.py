@@ -250,6 +250,7 @@ def test_the_cartpole_checkpoint_continues_training_here_to_450(rllib_checkpoint
         algo.stop()
 
 
+@pytest.mark.slow
 def test_evaluate_reads_an_rllib_checkpoint(rllib_checkpoints):
     command = [sys.executable, "-m", "trainer", "evaluate", str(rllib_checkpoints / "pendulum")]
     done = subprocess.run(

@@ -50,6 +50,7 @@ def test_the_reference_is_ray_2_60():
     assert ray_version() == "2.60.0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS, ids=[t.name for t in TARGETS])
 def test_every_rllib_name_is_here_or_a_deliberate_difference(target, findings_of):
     allowed = api_keys()
@@ -61,6 +62,7 @@ def test_every_rllib_name_is_here_or_a_deliberate_difference(target, findings_of
     )
 
 
+@pytest.mark.slow
 def test_no_table_entry_names_something_that_matches_rllib(findings_of):
     found = {f.key for target in TARGETS for f in findings_of(target)}
     stale = sorted(api_keys() - found)

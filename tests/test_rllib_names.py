@@ -31,6 +31,7 @@ def _modules() -> list[str]:
     return rllib_names().modules()
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_the_record_is_the_installed_wheels():
     pytest.importorskip("ray", reason="reads the Ray 2.60 wheel's source (the test extra)")

@@ -178,6 +178,7 @@ def _capture_torch_gradients(learner: SACTorchLearner) -> dict[str, np.ndarray]:
     ],
     ids=["box-twin", "box-single", "discrete-twin", "discrete-single"],
 )
+@pytest.mark.slow
 def test_the_torch_learner_takes_the_numpy_learners_step(spaces, twin_q, grad_clip):
     config = (
         SACConfig()
@@ -468,6 +469,7 @@ class ScaledPolicyLossLearner(SACTorchLearner):
         return total
 
 
+@pytest.mark.slow
 def test_a_users_learner_class_overriding_the_loss_trains():
     config = small_torch_sac(num_steps_sampled_before_learning_starts=32).training(
         learner_class=ScaledPolicyLossLearner

@@ -112,6 +112,7 @@ def test_own_main_module_config_loads_another_keys_needs_trust(tmp_path, monkeyp
         assert algo.iteration == 1
 
 
+@pytest.mark.slow
 def test_trust_refuses_a_damaged_checkpoint_and_changes_nothing(tmp_path):
     path = tmp_path / "c"
     path.mkdir()

@@ -249,6 +249,7 @@ def test_checkpoint_round_trip_keeps_the_cnn(tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_an_algorithm_checkpoint_with_the_cnn_resumes_exactly(tmp_path):
     """The CNN's weights and its Adam state (per named conv parameter) go through the

@@ -167,6 +167,7 @@ def test_the_torch_learner_takes_the_numpy_learners_step(dueling, double_q, loss
 
 
 # -- end to end ---------------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_framework_torch_dqn_explores_in_a_worker_process_and_learns():
     algo = small_torch_dqn(num_env_runners=1, epsilon=[(0, 1.0), (200, 0.1)]).build()

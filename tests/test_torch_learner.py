@@ -428,6 +428,7 @@ def test_repeated_updates_on_a_fixed_batch_lower_the_loss():
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
 
 
+@pytest.mark.slow
 def test_the_learner_learns_cartpole():
     """Sample with the module, update, repeat: CartPole's episodes grow from ~20 steps."""
     config = make_config(num_epochs=6, minibatch_size=128, lr=3e-3, vf_loss_coeff=0.01)

@@ -303,6 +303,7 @@ def check_runner_states(runner) -> int:
     return checked
 
 
+@pytest.mark.slow
 def test_the_runner_carries_the_state_and_resets_it_at_each_episode():
     algo = lstm_ppo().build()
     try:

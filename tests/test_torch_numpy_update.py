@@ -156,6 +156,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_numpy_update_takes_the_torch_updates_steps(case):
     env, model_config, training = CASES[case]
@@ -217,6 +218,7 @@ class _SubclassedLearner(PPOTorchLearner):
     pass
 
 
+@pytest.mark.slow
 def test_what_trains_in_torch():
     env = "CartPole-v1"
     assert _SubclassedLearner(_config(env), _module(env, {})).numpy_update is None

@@ -31,6 +31,7 @@ NOT_SETTINGS = {
     "_ALGO_SETTINGS",
     "_DEFAULT_OVERRIDES",
     "_ALGO_RLLIB_SETTINGS",
+    "_CLASSES",
     "_GIVEN_VALUE_ATTRIBUTES",
     "_frozen",
     "_rl_module_spec",

@@ -53,6 +53,7 @@ def test_async_sub_envs_step_in_their_own_processes():
         runner.stop()
 
 
+@pytest.mark.slow
 def test_env_task_fn_sets_each_async_sub_env_its_own_task():
     def task_fn(train_results, task_settable_env, env_ctx):
         assert isinstance(task_settable_env, LevelEnv)
@@ -78,6 +79,7 @@ def test_env_task_fn_sets_each_async_sub_env_its_own_task():
         assert runner_info(algo, lambda r: r.get_tasks()) == [[3, 3], [3, 3]]
 
 
+@pytest.mark.slow
 def test_async_checkpoint_keeps_tasks(tmp_path):
     config = (
         small_ppo(2)
@@ -102,6 +104,7 @@ def test_async_checkpoint_keeps_tasks(tmp_path):
         assert low - 1e-9 <= result["env_runners"]["episode_return_mean"] <= high + 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["async", "vector_entry_point"])
 def test_restart_failed_sub_environments_with_workers(mode):
     # "async": each sub-env is re-created in its child process; "vector_entry_point": the

@@ -96,6 +96,7 @@ def test_rllibs_module_paths_import_the_folders_classes():
     assert registry.get_trainable_cls("VPG") is VPG
 
 
+@pytest.mark.slow
 @needs_torch
 def test_a_training_step_samples_complete_episodes_on_the_runner_processes():
     config = (

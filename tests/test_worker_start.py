@@ -61,6 +61,7 @@ def _state(pid: int) -> str:
         return "gone"
 
 
+@pytest.mark.slow
 def test_workers_are_forked_from_one_template_and_are_children_of_the_main_process():
     with small_ppo(2).build() as algo:
         pids = sorted(algo.env_runner_group.remote_pids().values())
@@ -84,6 +85,7 @@ def _has_torch(pid: int) -> bool:
         return "libtorch" in handle.read()
 
 
+@pytest.mark.slow
 def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template():
     """Torch's import (about 1.5 s of CPU) happens once, in the template, on the first torch
     build's fork request: its workers, later builds and restarts fork with it imported. A
@@ -106,6 +108,7 @@ def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template()
     assert template_pid() == template
 
 
+@pytest.mark.slow
 def test_a_torch_build_starts_the_template_with_torch_before_validating():
     """A torch config's build starts the template first thing, torch among its imports, so
     that they run while the main process imports its own torch; its workers fork from it. A
