@@ -52,6 +52,8 @@ class LateInfos(MultiAgentCartPole):
 
 CASES: dict[str, tuple[Any, dict]] = {
     **{name: (env, env_config) for name, (env, env_config, _) in ENVS.items()},
+    # Recorded with the env's default of 10000 possible agents (the fast-path test lowers it).
+    "agents join and leave": (ENVS["agents join and leave"][0], {}),
     "different spaces": (SeededTwoSpaces, {}),
     "infos from the third step": (LateInfos, {"num_agents": 3}),
 }
