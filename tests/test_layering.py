@@ -364,23 +364,7 @@ def module_circles(root: Path = SOURCE_ROOT) -> set[frozenset[str]]:
 
 
 #: The circles of modules left today (`module_circles`), each with why. Only shrinks.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "trainer.runners.env_runner",
-            "trainer.runners.rollout",
-            "trainer.runners.sampling_state",
-            "trainer.runners.sub_env_recovery",
-        }
-    ): "the single-agent EnvRunner's rollout loop, sampling state and sub-env recovery, split "
-    "out of it, type their `runner` argument as the EnvRunner (for the type checker only), which "
-    "imports them: being split, they are to type it against what they read of it",
-    frozenset(
-        {"trainer.runners.multi_agent_env_runner", "trainer.runners.multi_agent_recorder"}
-    ): "the multi-agent EnvRunner's step recorder, split out of it, types its runner as the "
-    "MultiAgentEnvRunner (for the type checker only), which imports it: being split, it is to "
-    "type it against what it reads of it",
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 
 @pytest.mark.slow

@@ -20,7 +20,6 @@ from typing import Any
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.offline_evaluation import OfflineEvaluation
-from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.metrics import (
     ALL_MODULES,
@@ -72,8 +71,7 @@ class OfflineAlgorithm(Algorithm):
         # The round of updates on one thread (the learner's torch or BLAS threads, as the
         # off-policy loop runs its rounds): on a loaded machine, two threads of small products
         # wait on each other for whole time slices.
-        threads = getattr(self.learner, "update_threads", None) or BlasThreads()
-        with threads():
+        with self.learner.update_threads():
             for _ in range(iterations):
                 with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
                     batch = self.offline_data.sample(rows)

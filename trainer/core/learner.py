@@ -5,8 +5,9 @@ One learner per module, in the driver process (a multi-agent run holds one per m
 `trainer.algorithms.multi_agent_learner.MultiAgentLearner`; several learner processes are out of
 scope here). It owns `module` (the network whose weights every EnvRunner samples with:
 `get_weights()`), `optimizer`, and the update rule. `Algorithm` reaches it only through this
-interface: `update(...)` in its training step, the state methods for checkpoints (weights and
-optimizer moments), `get_weights()` / `set_weights()` for the EnvRunners.
+interface: `update(...)` in its training step (a round of updates inside `update_threads()`,
+the thread pools' sizes), the state methods for checkpoints (weights and optimizer moments),
+`get_weights()` / `set_weights()` for the EnvRunners.
 
 An algorithm writes its loss once per backend: for numpy a `NumpyLearner` subclass computes
 the loss and the module's gradient and calls `apply_gradients`; for torch a `TorchLearner`
@@ -19,10 +20,12 @@ from __future__ import annotations
 import importlib
 import os
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 import numpy as np
 
+from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.schedules import Schedule
@@ -85,6 +88,14 @@ class LearnerConfig(Protocol):
     seed: int | None
 
 
+class UpdateThreads(Protocol):
+    """The thread pools a learner's round of updates runs on: called, a context manager that
+    sizes them for its `with` block and puts them back after (`trainer.core.blas.BlasThreads`,
+    `trainer.core.blas.AdaptiveBlasThreads`, `trainer.torch_rl.learner.TorchThreads`)."""
+
+    def __call__(self) -> AbstractContextManager[Any]: ...
+
+
 class Learner(ABC):
     """See the module docstring. The state (`get_state`) is the backend's (the module's weights
     and the optimizers' moments) plus the algorithm's own keys (`extra_state_keys`), which a
@@ -101,6 +112,22 @@ class Learner(ABC):
     module: Any
     #: The numpy learners' Adam; a torch optimizer for the torch learners.
     optimizer: Any
+    #: What the learner set as its `update_threads`; None: the default, made when first read.
+    _update_threads: UpdateThreads | None = None
+
+    @property
+    def update_threads(self) -> UpdateThreads:
+        """What the algorithm runs a round of this learner's updates in (`with
+        learner.update_threads(): ...`): numpy's products on one BLAS thread unless the user
+        sized the pools (`BlasThreads`), or what the learner set instead (a torch learner's
+        `TorchThreads`, PPO's `AdaptiveBlasThreads`)."""
+        if self._update_threads is None:
+            self._update_threads = BlasThreads()
+        return self._update_threads
+
+    @update_threads.setter
+    def update_threads(self, threads: UpdateThreads) -> None:
+        self._update_threads = threads
 
     def get_weights(self) -> Any:
         """The weights the EnvRunners sample with (the module's, as numpy arrays)."""

@@ -24,20 +24,23 @@ sub-envs still stepping once it lets the running episodes play out. One step:
                 step of the call
     finish      the columns into the episode objects, the call's metrics, and, for a count of
                 steps, each running episode cut: its chunk goes out, its successor continues
+
+What the recorder reads, sets and calls of the runner is `MultiAgentRecorderRunner` (the
+MultiAgentEnvRunner imports this module, so it is not named here).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
+from trainer.callbacks import CallbackChain
+from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.multi_agent_episode_list import MultiAgentEpisodeList
+from trainer.errors import EnvDataError
 from trainer.runners.multi_agent_columns import AgentColumns
-
-if TYPE_CHECKING:
-    from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 #: A sub-env's done agents when none is (shared, never changed).
 _NONE_DONE: frozenset = frozenset()
@@ -75,6 +78,89 @@ class StepActions(NamedTuple):
         return dict(zip(agents, self.actions[index], strict=True)), logps, dist_inputs
 
 
+class SubEnvs(Protocol):
+    """What the recorder reads of the runner's sub-envs: the MultiAgentEnvs, stepped one by
+    one."""
+
+    @property
+    def envs(self) -> list[Any]: ...
+
+
+class MultiAgentRecorderRunner(Protocol):
+    """What a `MultiAgentRecorder` reads, sets and calls of its MultiAgentEnvRunner: its
+    settings and sub-envs, its per-sub-env lists (changed in place), the step's actions, the
+    episodes' start and end, the episode pieces, recovery and the metrics of the call."""
+
+    #: The next `sample()` starts fresh episodes.
+    _needs_reset: bool
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def env(self) -> SubEnvs | None: ...
+
+    @property
+    def _callbacks(self) -> CallbackChain: ...
+
+    @property
+    def _restart_sub_envs(self) -> bool: ...
+
+    @property
+    def _episode_pieces(self) -> ConnectorPipelineV2 | None: ...
+
+    @property
+    def _episodes(self) -> list[MultiAgentEpisode | None]: ...
+
+    @property
+    def _columns(self) -> list[AgentColumns | None]: ...
+
+    @property
+    def _last_obs(self) -> list[dict]: ...
+
+    @property
+    def _last_done(self) -> list[set | frozenset]: ...
+
+    @property
+    def _prev_chunks(self) -> list[list[MultiAgentEpisode]]: ...
+
+    @property
+    def _ended(self) -> list[tuple[MultiAgentEpisode, list[MultiAgentEpisode]]]: ...
+
+    def _random_actions(self, acting: dict[int, list[Any]]) -> StepActions: ...
+
+    def _module_actions_of(self, acting: dict[int, list[Any]], explore: bool) -> StepActions: ...
+
+    def _explained(self, index: int, result: Any, method: str) -> EnvDataError | None: ...
+
+    def _event_kwargs(self, index: int) -> dict[str, Any]: ...
+
+    def _fill(self, index: int) -> None: ...
+
+    def _fill_all(self) -> None: ...
+
+    def _count_agent_steps(self, index: int, obs: dict) -> None: ...
+
+    def _finish_episode(self, index: int) -> None: ...
+
+    def _new_episode(self, index: int) -> None: ...
+
+    def _start_episode(self, index: int) -> None: ...
+
+    def _run_episode_pieces(self, episodes: list[MultiAgentEpisode]) -> None: ...
+
+    def _run_pieces_over_running_episodes(self) -> None: ...
+
+    def _recover_sub_envs(self, draining: set[int] | None = None) -> int: ...
+
+    def _records_by_column(self) -> bool: ...
+
+    def _log_sample_metrics(self, env_steps: int, episodes: int) -> None: ...
+
+
 def shippable(episode: MultiAgentEpisode) -> MultiAgentEpisode:
     """A finished or cut episode as it leaves the runner: numpy'ized, without the agents that
     have not acted in it (RLlib's `_prune_zero_len_sa_episodes`: an agent that only observed
@@ -101,7 +187,7 @@ def _done_agents(obs: dict, terminateds: dict, truncateds: dict) -> set | frozen
 class MultiAgentRecorder:
     """Records one `sample()` call of `runner` (see the module docstring)."""
 
-    def __init__(self, runner: MultiAgentEnvRunner) -> None:
+    def __init__(self, runner: MultiAgentRecorderRunner) -> None:
         self.runner = runner
         self.num_envs = runner.num_envs
         #: The episodes ended in this call, shippable, in the order they ended.
@@ -273,11 +359,6 @@ class MultiAgentRecorder:
         runner._run_episode_pieces(ended_here)
         self.episodes.extend(shippable(episode) for episode in ended_here)
         runner._run_pieces_over_running_episodes()
-
-    def restart(self) -> None:
-        """Never called: the sub-envs step one by one (`step` never re-creates them all);
-        one that raised is re-created by `recover`."""
-        raise AssertionError("a MultiAgentEnvRunner re-creates its sub-envs one by one")
 
     def recover(self) -> None:
         """Re-creates the sub-envs that raised in the last step (their episodes dropped; once

@@ -17,7 +17,8 @@ taken (`steps_objects`). The others are made from their rows when they end or ar
 
 What is not in the loop lives in the runner: re-creating a vector env that raised
 (`EnvRunner._try_env_step`), starting fresh episodes (`EnvRunner._reset_all`), and the state a
-checkpoint captures.
+checkpoint captures. What the recorder reads, sets and calls of the runner is `RecorderRunner`
+(the EnvRunner imports this module, so it is not named here).
 
 "The per-step loop" below is the reference the tests hold this loop to
 (`tests/step_loop_reference.py`): it appends each step to each sub-env's episode object, and
@@ -28,18 +29,22 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from trainer.callbacks import CallbackChain
 from trainer.compat.rllib_utils import Columns
+from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.core.obs_tree import tree_map
 from trainer.env.episode import LiveEpisode, SingleAgentEpisode, new_episode_ids
 from trainer.env.episode_list import ColumnRows
 from trainer.env.vectorize import ASYNC, SYNC
 from trainer.runners.env_to_module_rows import LatestStepView, module_observations
 from trainer.runners.step_columns import StepColumns
+from trainer.runners.sub_env_record import SubEnvRecord
 from trainer.runners.sub_env_recovery import (
+    RecoveryRunner,
     drop_episode,
     failed_sub_envs,
     recover_sub_envs,
@@ -47,11 +52,79 @@ from trainer.runners.sub_env_recovery import (
 )
 from trainer.runners.vector_rows import sub_env_infos, unbatch
 
-if TYPE_CHECKING:
-    from trainer.runners.env_runner import EnvRunner
-
 #: Every sub-env records an episode from the first reset on.
 RECORD_HAS_EPISODE = "a sub-env records an episode from the first reset on"
+
+
+class RecorderRunner(RecoveryRunner, Protocol):
+    """What a `ColumnRecorder` reads, sets and calls of its single-agent EnvRunner, besides
+    what sub-env recovery does (`RecoveryRunner`): its settings, module, pipeline and
+    callbacks, the step's actions and env step, the episodes' start and end, and the
+    metrics of the call."""
+
+    #: The vector env's current observations (a batch over the sub-envs).
+    _obs: Any
+    #: With an env-to-module pipeline: the module's next inputs.
+    _module_obs: Any
+    #: The next `sample()` starts fresh episodes.
+    _needs_reset: bool
+
+    @property
+    def config(self) -> Any: ...
+
+    @property
+    def module(self) -> Any: ...
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def vectorize_mode(self) -> str: ...
+
+    @property
+    def pipeline_explore(self) -> bool: ...
+
+    @property
+    def _callbacks(self) -> CallbackChain: ...
+
+    @property
+    def _env_to_module(self) -> ConnectorPipelineV2 | None: ...
+
+    @property
+    def _guarded(self) -> bool: ...
+
+    @property
+    def _child_guarded(self) -> bool: ...
+
+    @property
+    def _stateful(self) -> bool: ...
+
+    @property
+    def _ended_episodes(self) -> list[tuple[float, int, float]]: ...
+
+    def _records_each_step(self) -> bool: ...
+
+    def _step_actions(
+        self, observations: Any, explore: bool, random_actions: bool
+    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list[Any] | None]: ...
+
+    def _try_env_step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]] | None: ...
+
+    def _reset_all(self) -> None: ...
+
+    def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None: ...
+
+    def _event_kwargs(self, env_index: int, episode: SingleAgentEpisode | None) -> dict: ...
+
+    def _finish_episode(self, record: SubEnvRecord) -> None: ...
+
+    def _note_ended(
+        self, episode: SingleAgentEpisode, episode_return: float, episode_len: int
+    ) -> None: ...
+
+    def _log_old_episode_data(self, old: dict, window: int) -> None: ...
+
+    def _log_sample_metrics(self, steps: int, episodes: int) -> None: ...
 
 
 def data_of(episode: SingleAgentEpisode | None) -> tuple[dict, dict]:
@@ -135,7 +208,7 @@ class ColumnRecorder:
     docstring); per sub-env it keeps where its episode starts in the columns and its object,
     id, start time, return and connector data."""
 
-    def __init__(self, runner: EnvRunner, num_timesteps: int, num_episodes: int | None):
+    def __init__(self, runner: RecorderRunner, num_timesteps: int, num_episodes: int | None):
         """The recorder of one `sample()` call of `runner`, set up in steps, each reading
         what the ones before it set:
 
@@ -338,8 +411,12 @@ class ColumnRecorder:
 
     def step(self, actions: tuple) -> tuple | None:
         """The vector env stepped with the env's actions (`EnvRunner._try_env_step`); None
-        where it raised and was re-created."""
-        return self.runner._try_env_step(actions[1])
+        where it raised and was re-created, after which every sub-env starts a fresh episode
+        (`restart`)."""
+        results = self.runner._try_env_step(actions[1])
+        if results is None:
+            self.restart()
+        return results
 
     def drain(self) -> None:
         self.draining = True

@@ -28,9 +28,9 @@ class Recorder(Protocol):
     """What `collect_rollout` drives: one `sample()` call's steps into episodes.
 
     Made by the runner for one call, after the runner reset its sub-envs where the mode asks
-    for fresh episodes; the loop then calls, per step, `act`, `step`, `record` (or `restart`
-    where `step` re-created the env) and, while `failed`, `recover`; `drain` once the steps
-    are sampled in a complete-episodes call; `finish` once, at the end."""
+    for fresh episodes; the loop then calls, per step, `act`, `step`, `record` (unless `step`
+    re-created the env) and, while `failed`, `recover`; `drain` once the steps are sampled in
+    a complete-episodes call; `finish` once, at the end."""
 
     @property
     def episodes(self) -> Sized:
@@ -51,18 +51,16 @@ class Recorder(Protocol):
 
     def step(self, actions: Any) -> Any:
         """The env stepped with `actions`: its results, or None where the vector env raised
-        and was re-created (`restart` follows). The multi-agent recorder returns them lazily:
-        each sub-env steps as `record` takes its result."""
+        and was re-created (every sub-env then started a fresh episode; the steps of the
+        episodes under way are lost). The multi-agent recorder returns them lazily: each
+        sub-env steps as `record` takes its result (it re-creates its sub-envs one by one,
+        in `recover`)."""
 
     def record(self, results: Any, actions: Any) -> int:
         """Records the step's `results` (for `actions`) into the episodes: an episode that
         ended goes into `episodes` and its sub-env starts the next one (or idles once
         `drain` was called). Returns the env steps taken, which the runner's step counters
         get."""
-
-    def restart(self) -> None:
-        """After `step` re-created the vector env: every sub-env starts a fresh episode; the
-        steps of the episodes under way are lost."""
 
     def recover(self) -> None:
         """Re-creates the sub-envs whose last step raised (restart_failed_sub_environments):
@@ -109,8 +107,7 @@ def collect_rollout(
             recorder.drain()
         actions = recorder.act(explore, random_actions)
         results = recorder.step(actions)
-        if results is None:  # the vector env was re-created: every sub-env starts afresh
-            recorder.restart()
+        if results is None:  # the vector env was re-created: every sub-env started afresh
             continue
         stepped = recorder.record(results, actions)
         runner.global_timestep += stepped

@@ -3,28 +3,87 @@ outside the rollout loop: the sub-envs (their own state, captured in place or in
 child processes), the observations and the module's next inputs, the autoreset flags, the
 action space's RNG and the episodes under way with their earlier chunks. A runner restored from
 it continues the episodes where they were.
+
+What it reads, sets and calls of the runner is `SamplingStateRunner` (the EnvRunner imports this
+module, so it is not named here).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import gymnasium as gym
 import numpy as np
 
+from trainer.connectors.connector_v2 import ConnectorPipelineV2
+from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import batch_from_state, set_row
 from trainer.env.env_state import capture_env_state, restore_env_state
+from trainer.env.episode import SingleAgentEpisode
 from trainer.runners.runner_state import resumed_episode
+from trainer.runners.sub_env_record import SubEnvRecord
 from trainer.runners.vector_rows import unbatch
 from trainer.util.rng import generator_state, new_generator
-
-if TYPE_CHECKING:
-    from trainer.runners.env_runner import EnvRunner
 
 logger = logging.getLogger("trainer")
 
 
-def capture_sampling_state(runner: EnvRunner) -> dict:
+class SamplingStateRunner(Protocol):
+    """What capturing and restoring the sampling state reads, sets and calls of a
+    single-agent EnvRunner: its vector env (by mode), its sub-env records, the batched
+    observations and module inputs, its env seed and reset flag, and how it starts an
+    episode in a sub-env."""
+
+    #: The vector env's current observations (a batch over the sub-envs).
+    _obs: Any
+    #: With an env-to-module pipeline: the module's next inputs (batched, and per sub-env).
+    _module_obs: Any
+    _module_obs_rows: list[Any]
+    #: The seed of the next reset (None once the sub-envs were seeded).
+    _env_seed: int | None
+    #: The next `sample()` starts fresh episodes.
+    _needs_reset: bool
+
+    @property
+    def worker_index(self) -> int: ...
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def vectorize_mode(self) -> str: ...
+
+    @property
+    def spaces(self) -> SpaceInfo | None: ...
+
+    @property
+    def env_spaces(self) -> tuple[gym.Space, gym.Space] | None: ...
+
+    @property
+    def _env_to_module(self) -> ConnectorPipelineV2 | None: ...
+
+    @property
+    def _sub_env_records(self) -> list[SubEnvRecord]: ...
+
+    def _require_env(self, what: str) -> gym.vector.VectorEnv: ...
+
+    def _sync_env(self, what: str) -> gym.vector.SyncVectorEnv: ...
+
+    def _async_env(self, what: str) -> gym.vector.AsyncVectorEnv: ...
+
+    def _create_episode(
+        self, env_index: int, restored: SingleAgentEpisode | None = None
+    ) -> None: ...
+
+    def _begin_episode(self, env_index: int, observation: Any, infos: dict) -> None: ...
+
+    def _keep_module_inputs(
+        self, episodes: list[SingleAgentEpisode], env_indices: list[int]
+    ) -> None: ...
+
+
+def capture_sampling_state(runner: SamplingStateRunner) -> dict:
     """The "sampling" part of a runner's state: the sub-envs' captured states, the
     observations and the module's next inputs, the autoreset flags, the action space's RNG and
     the episodes under way with their earlier chunks."""
@@ -84,7 +143,7 @@ def capture_sampling_state(runner: EnvRunner) -> dict:
     }
 
 
-def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
+def restore_sampling_state(runner: SamplingStateRunner, state: dict) -> None:
     """Puts the sub-envs, observations and unfinished episodes back. A sub-env whose state
     was not captured (or no longer fits) starts a new episode, with a warning. Outside
     "vector_entry_point" mode every episode starts anew (see `capture_sampling_state`).
@@ -128,7 +187,7 @@ def restore_sampling_state(runner: EnvRunner, state: dict) -> None:
 _RESTORING = "restoring the sampling state"
 
 
-def _restarts_all(runner: EnvRunner, state: dict) -> bool:
+def _restarts_all(runner: SamplingStateRunner, state: dict) -> bool:
     """Whether no sub-env of `state` can be put back: "vector_entry_point" mode or a state
     without sub-envs (the env seed is kept, where it has one), or a state of another number
     of sub-envs; warns where the state holds sub-envs."""
@@ -155,7 +214,7 @@ def _restarts_all(runner: EnvRunner, state: dict) -> bool:
     return False
 
 
-def _restore_sub_envs(runner: EnvRunner, state: dict) -> list[int]:
+def _restore_sub_envs(runner: SamplingStateRunner, state: dict) -> list[int]:
     """Puts each sub-env's captured state back (in its child process in "async" mode);
     returns the indices of those not captured or not restored, each warned about."""
     reasons: tuple[str | None, ...] | list[str | None]
@@ -185,7 +244,7 @@ def _restore_sub_envs(runner: EnvRunner, state: dict) -> list[int]:
     return restart
 
 
-def _restore_vector_state(runner: EnvRunner, state: dict) -> None:
+def _restore_vector_state(runner: SamplingStateRunner, state: dict) -> None:
     """The vector env's last observations, the sub-envs awaiting a reset and the autoreset
     flags (in "async" mode, the new children owe the autoresets the old ones would have
     done)."""
@@ -205,7 +264,7 @@ def _restore_vector_state(runner: EnvRunner, state: dict) -> None:
         runner._sync_env(_RESTORING)._autoreset_envs = autoreset
 
 
-def _restore_module_inputs(runner: EnvRunner, saved_inputs: Any) -> None:
+def _restore_module_inputs(runner: SamplingStateRunner, saved_inputs: Any) -> None:
     """With an env-to-module pipeline: the module's next inputs, as saved, or (a state
     without them) the pipeline's outputs the restored episodes end with."""
     if runner._env_to_module is None:
@@ -225,7 +284,7 @@ def _restore_module_inputs(runner: EnvRunner, saved_inputs: Any) -> None:
         runner._keep_module_inputs([episode for _, episode in restored], [i for i, _ in restored])
 
 
-def _restore_prev_chunks(runner: EnvRunner, saved_chunks: dict[str, list]) -> None:
+def _restore_prev_chunks(runner: SamplingStateRunner, saved_chunks: dict[str, list]) -> None:
     """The earlier chunks of the episodes under way, saved by episode id: each goes back to
     the sub-env running that episode."""
     chunks_by_id = {
@@ -236,7 +295,7 @@ def _restore_prev_chunks(runner: EnvRunner, saved_chunks: dict[str, list]) -> No
             record.prev_chunks = chunks_by_id.pop(record.episode.id_, [])
 
 
-def _restart_sub_envs(runner: EnvRunner, restart: list[int]) -> None:
+def _restart_sub_envs(runner: SamplingStateRunner, restart: list[int]) -> None:
     """The sub-envs in `restart` (their state was not restored) reset into new episodes; the
     restored episode and its chunks are dropped."""
     records = runner._sub_env_records

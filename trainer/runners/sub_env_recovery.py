@@ -3,21 +3,25 @@ the rollout loop: in "sync" mode each sub-env is wrapped in a `SubEnvGuard`, and
 or step raised is closed, made again (its task kept) and reset, its episode dropped (its steps
 counted as lost) and a new one started; in "async" mode the child process re-creates it and
 reports the failure in the sub-env's infos, which is taken out here.
+
+What it reads and calls of the runner is `RecoveryRunner` (the EnvRunner imports this module,
+so it is not named here).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import gymnasium as gym
 
 from trainer.core.obs_tree import set_row
+from trainer.env.envs import EnvContext
+from trainer.env.episode import SingleAgentEpisode
 from trainer.env.vectorize import SUB_ENV_FAILURE_KEY
+from trainer.metrics import MetricsLogger
 from trainer.runners.sub_env_guard import SubEnvGuard
-
-if TYPE_CHECKING:
-    from trainer.runners.env_runner import EnvRunner, SubEnvRecord
+from trainer.runners.sub_env_record import SubEnvRecord
 
 logger = logging.getLogger("trainer")
 
@@ -26,7 +30,43 @@ SUB_ENV_IS_GUARDED = "restart_failed_sub_environments wraps each sub-env in a Su
 HAS_EPISODE = "a sub-env records an episode from the first reset on"
 
 
-def take_child_failures(runner: EnvRunner, per_env_infos: list[dict]) -> set[int]:
+class RecoveryRunner(Protocol):
+    """What sub-env recovery reads and calls of a single-agent EnvRunner: its vector env, its
+    sub-env records and current observations, how it makes a sub-env and starts an episode in
+    one, and where it logs and counts."""
+
+    @property
+    def worker_index(self) -> int: ...
+
+    @property
+    def metrics(self) -> MetricsLogger: ...
+
+    @property
+    def env(self) -> gym.vector.VectorEnv | None: ...
+
+    @property
+    def env_context(self) -> EnvContext: ...
+
+    @property
+    def _sub_env_records(self) -> list[SubEnvRecord]: ...
+
+    @property
+    def _obs(self) -> Any: ...
+
+    def _task_of(self, sub_env: gym.Env) -> tuple | None: ...
+
+    def _make_sub_env(self, context: EnvContext) -> gym.Env: ...
+
+    def _sub_env_created(self, index: int, sub_env: gym.Env, context: EnvContext) -> None: ...
+
+    def _create_episode(
+        self, env_index: int, restored: SingleAgentEpisode | None = None
+    ) -> None: ...
+
+    def _begin_episode(self, env_index: int, observation: Any, infos: dict) -> None: ...
+
+
+def take_child_failures(runner: RecoveryRunner, per_env_infos: list[dict]) -> set[int]:
     """ "async" mode with restart_failed_sub_environments: the sub-envs that raised in the
     last reset/step and were re-created in their child processes (`SubEnvInChild`). Each
     failure is taken out of the sub-env's info, logged (except
@@ -59,14 +99,14 @@ def take_child_failures(runner: EnvRunner, per_env_infos: list[dict]) -> set[int
     return recreated
 
 
-def drop_episode(runner: EnvRunner, record: SubEnvRecord) -> None:
+def drop_episode(runner: RecoveryRunner, record: SubEnvRecord) -> None:
     """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
     assert record.episode is not None, HAS_EPISODE
     record.prev_chunks = []
     runner.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode), reduce="sum")
 
 
-def failed_sub_envs(runner: EnvRunner) -> list[int]:
+def failed_sub_envs(runner: RecoveryRunner) -> list[int]:
     """The guarded sub-envs whose last reset/step raised (see `SubEnvGuard`)."""
     env = runner.env
     assert isinstance(env, gym.vector.SyncVectorEnv), GUARDED_IS_SYNC
@@ -75,7 +115,7 @@ def failed_sub_envs(runner: EnvRunner) -> list[int]:
     ]
 
 
-def recover_sub_envs(runner: EnvRunner) -> None:
+def recover_sub_envs(runner: RecoveryRunner) -> None:
     """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
     episode, and starts a new one in the new sub-env."""
     env = runner.env
