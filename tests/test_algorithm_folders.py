@@ -32,26 +32,36 @@ ALLOWED: dict[str, str] = {
     "(trainer.ppo_learner, ...) mapped to their homes in the folders",
     "trainer/example_scripts.py": "RLlib's add_rllib_example_script_args, whose --algo "
     "defaults to RLlib's 'PPO'",
-    "trainer/algorithms/marwil/marwil.py": "RLlib's MARWIL trains PPO's default module "
+    "trainer/algorithms/marwil/config.py": "RLlib's MARWIL trains PPO's default module "
     "(DefaultPPOTorchRLModule; here also its numpy twin, PolicyModule)",
-    "trainer/algorithms/bc/bc.py": "RLlib's BC is MARWIL with beta=0: BCConfig and BC subclass "
-    "MARWILConfig and MARWIL",
-    "trainer/algorithms/cql/cql.py": "RLlib's CQLConfig subclasses SACConfig",
+    "trainer/algorithms/bc/config.py": "RLlib's BC is MARWIL with beta=0: BCConfig subclasses "
+    "MARWILConfig",
+    "trainer/algorithms/bc/bc.py": "RLlib's BC is MARWIL with beta=0: BC subclasses MARWIL",
+    "trainer/algorithms/cql/config.py": "RLlib's CQLConfig subclasses SACConfig",
+    "trainer/algorithms/cql/loss.py": "CQL's numpy loss is SAC's with the conservative critic "
+    "term and behaviour cloning, on SAC's numpy module",
+    "trainer/algorithms/cql/torch_loss.py": "CQL's torch loss reads SAC's module outputs and "
+    "reports SAC's statistics (RLlib's CQLTorchLearner's loss)",
     "trainer/algorithms/cql/cql_learner.py": "RLlib's CQL learner is SAC's with the "
     "conservative critic term (CQLTorchLearner subclasses SACTorchLearner)",
     "trainer/algorithms/cql/torch_learner.py": "RLlib's CQLTorchLearner subclasses SACTorchLearner",
     "trainer/algorithms/cql/torch_module.py": "RLlib's DefaultCQLTorchRLModule subclasses "
     "DefaultSACTorchRLModule",
-    "trainer/algorithms/iql/iql.py": "RLlib's IQLConfig subclasses MARWILConfig",
+    "trainer/algorithms/iql/config.py": "RLlib's IQLConfig subclasses MARWILConfig",
+    "trainer/algorithms/iql/loss.py": "IQL's loss reads SAC's critics' outputs and squashed "
+    "Gaussian, under SAC's optimizer names and keys",
+    "trainer/algorithms/iql/torch_loss.py": "IQL's torch loss reads SAC's critics' outputs, "
+    "under SAC's keys",
     "trainer/algorithms/iql/iql_learner.py": "IQL trains SAC's module plus a value network, "
     "with SAC's optimizers and target critics",
     "trainer/algorithms/iql/torch_learner.py": "IQL's torch learner shares SACTorchLearner's "
     "optimizers, target critics and per-optimizer gradients",
     "trainer/algorithms/iql/torch_module.py": "RLlib's DefaultIQLTorchRLModule subclasses "
     "DefaultSACTorchRLModule",
-    "trainer/algorithms/impala/impala.py": "RLlib's IMPALA trains PPO's default module "
+    "trainer/algorithms/impala/config.py": "RLlib's IMPALA trains PPO's default module "
     "(DefaultPPOTorchRLModule; here its numpy twin, PolicyModule)",
-    "trainer/algorithms/appo/appo.py": "RLlib's APPOConfig subclasses IMPALAConfig, APPO IMPALA",
+    "trainer/algorithms/appo/config.py": "RLlib's APPOConfig subclasses IMPALAConfig",
+    "trainer/algorithms/appo/appo.py": "RLlib's APPO subclasses IMPALA",
     "trainer/algorithms/appo/appo_learner.py": "RLlib's APPOLearner subclasses IMPALALearner",
     "trainer/algorithms/appo/torch_learner.py": "RLlib's APPOTorchLearner subclasses "
     "IMPALATorchLearner",

@@ -19,7 +19,8 @@ from test_sac import _ContinuousBandit, _float64, assert_each_optimizer_gradient
 from trainer import Algorithm
 from trainer.algorithms.algorithm_config import ConfigError
 from trainer.algorithms.cql import CQLConfig
-from trainer.algorithms.cql.cql_learner import CQLLearner, logsumexp_rows
+from trainer.algorithms.cql.cql_learner import CQLLearner
+from trainer.algorithms.cql.loss import logsumexp_rows
 from trainer.core.models import SpaceInfo
 from trainer.errors import UnsupportedValue
 from trainer.util.rng import generator_state, set_generator_state

@@ -20,7 +20,8 @@ from helpers import run_rllib_script, written_once
 
 from trainer import Algorithm, DQNConfig
 from trainer.algorithms.algorithm_config import ConfigError
-from trainer.algorithms.dqn.dqn_learner import DQNLearner, project_distribution
+from trainer.algorithms.dqn.dqn_learner import DQNLearner
+from trainer.algorithms.dqn.loss import project_distribution
 from trainer.algorithms.dqn.q_module import QModule, support
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.core.models import SpaceInfo
@@ -88,7 +89,7 @@ def _batch(n: int = 24, seed: int = 0, gamma: float = 0.9) -> dict[str, np.ndarr
 def _torch_projection(*arrays: np.ndarray, v_min: float, v_max: float) -> np.ndarray:
     import torch
 
-    from trainer.algorithms.dqn.torch_learner import project_distribution as torch_projection
+    from trainer.algorithms.dqn.loss import torch_project_distribution as torch_projection
 
     tensors = [torch.from_numpy(np.asarray(a, np.float32)) for a in arrays]
     return torch_projection(*tensors, v_min, v_max).numpy()

@@ -131,7 +131,7 @@ def test_column_batch_becomes_trajectory_chunks_as_rllibs_time_major_loss_reads_
 
 def test_appo_learner_group_updates_on_a_multi_agent_batch_of_tensors():
     torch = pytest.importorskip("torch")
-    from trainer.algorithms.appo.appo import APPOConfig
+    from trainer.algorithms.appo.config import APPOConfig
 
     rows = 10
     config = (

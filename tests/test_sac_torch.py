@@ -17,7 +17,7 @@ from helpers import assert_plain_data  # noqa: E402
 from test_launcher import run_script  # noqa: E402
 
 from trainer import Algorithm, launcher  # noqa: E402
-from trainer.algorithms.sac.sac import SACConfig  # noqa: E402
+from trainer.algorithms.sac.config import SACConfig  # noqa: E402
 from trainer.algorithms.sac.sac_learner import SACLearner  # noqa: E402
 from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian  # noqa: E402
 from trainer.algorithms.sac.torch_learner import SACTorchLearner  # noqa: E402

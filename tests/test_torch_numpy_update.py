@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from trainer import SingleAgentEpisode
-from trainer.algorithms.dqn.dqn import DQNConfig
+from trainer.algorithms.dqn.config import DQNConfig
 from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
 from trainer.algorithms.dqn.torch_module import DefaultDQNTorchRLModule
 from trainer.algorithms.ppo.ppo import PPOConfig

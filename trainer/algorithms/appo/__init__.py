@@ -1,15 +1,20 @@
 """APPO, asynchronous PPO (RLlib 2.60's `ray.rllib.algorithms.appo`), one folder on IMPALA's:
 
-appo.py          APPOConfig (IMPALA's settings plus APPO's) and APPO (IMPALA's
-                 asynchronous training step, its learner fed from a circular buffer)
-appo_learner.py  APPOLearner: the clipped surrogate on V-trace advantages, the target
-                 network and the KL term, in numpy
+config.py        APPOConfig: IMPALA's settings plus APPO's, and its learners by import path
+appo.py          APPO: IMPALA's asynchronous training step, its learner fed from a circular
+                 buffer; re-exports APPOConfig
+loss.py          its loss (the clipped surrogate on V-trace's advantages against the target
+                 network, value loss, entropy bonus, KL term) in numpy, with its backward
+                 pass, and in torch, same statistics
+appo_learner.py  APPOLearner: the target network and the KL coefficient, and the loss in
+                 numpy on IMPALA's learner
 torch_learner.py APPOTorchLearner: the same on a torch module
 presets.py       the main job's presets: RLlib's tuned examples and faster ones for 2 cores
 differences.py   its rows of the deliberate-differences table
 """
 
-from trainer.algorithms.appo.appo import APPO, APPOConfig
+from trainer.algorithms.appo.appo import APPO
+from trainer.algorithms.appo.config import APPOConfig
 from trainer.algorithms.appo.differences import DIFFERENCES
 from trainer.algorithms.appo.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
@@ -24,7 +29,10 @@ ALGORITHM = AlgorithmEntry(
     faster_presets=FASTER_PRESETS,
     rllib_modules={
         "ray.rllib.algorithms.appo": ("trainer.algorithms.appo",),
-        "ray.rllib.algorithms.appo.appo": ("trainer.algorithms.appo.appo",),
+        "ray.rllib.algorithms.appo.appo": (
+            "trainer.algorithms.appo.config",
+            "trainer.algorithms.appo.appo",
+        ),
     },
     # RLlib's APPO module is PPO's plus the learner's target copies of its encoder and policy
     # head (APPO here keeps its target networks in the learner, copied from the module).

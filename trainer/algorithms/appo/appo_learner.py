@@ -1,15 +1,8 @@
 """APPO's learner in numpy: IMPALA's learner (V-trace on PPO's module) with RLlib 2.60's APPO
-loss (`APPOTorchLearner`). With pi the module, pi_old its target network (a copy that follows
-the module every `target_network_update_freq` rounds of the circular buffer) and mu the
-behaviour policy that sampled:
-
-    vs, pg_adv = V-trace(pi_old's log-likelihoods, mu's, r, gamma, V)
-    is_ratio   = clip(mu(a|x) / pi_old(a|x), 0, 2)
-    ratio      = is_ratio * pi(a|x) / mu(a|x)
-    pi_loss    = -mean(min(pg_adv * ratio, pg_adv * clip(ratio, 1 - clip_param, 1 + clip_param)))
-    vf_loss    = 0.5 * mean((V(x) - vs)^2)
-    total      = pi_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean(entropy)
-                 + kl_coeff * mean(KL(pi_old || pi))                         (use_kl_loss)
+loss (`APPOTorchLearner`; loss.py's `numpy_loss` and its backward pass). With pi the module,
+pi_old its target network (a copy that follows the module) and mu the behaviour policy that
+sampled, V-trace's targets take pi_old as the target policy, and the clipped surrogate
+compares pi with mu, weighted by clip(mu / pi_old, 0, 2) (see loss.py).
 
 After each update the KL coefficient adapts (x1.5 above twice `kl_target`, x0.5 below half of
 it) when `use_kl_loss`, and the target network becomes the module (tau = 1; else moves by tau)
@@ -26,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer.algorithms.appo.loss import numpy_loss, numpy_loss_gradients
 from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
-from trainer.core.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.core.obs_tree import tree_rows
 from trainer.core.torch_inputs import from_torch
@@ -40,12 +33,7 @@ from trainer.util.state_checks import (
 )
 
 if TYPE_CHECKING:
-    from trainer.algorithms.appo.appo import APPOConfig
-
-_sum = np.add.reduce
-#: RLlib's clip of the target network's importance ratio (a constant in its loss).
-IS_RATIO_CLIP = 2.0
-LOG_IS_RATIO_CLIP = float(np.log(IS_RATIO_CLIP))
+    from trainer.algorithms.appo.config import APPOConfig
 
 
 class APPOTargetState:
@@ -248,49 +236,24 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         return self.module.get_weights()
 
     def loss_and_grads(self, batch: TrajectoryBatch) -> dict[str, float]:
-        cfg = self.config
-        n = batch.num_steps
-        terms = self.policy_terms(batch)
+        """APPO's loss on `batch` (loss.py), its gradient left in the module's gradient
+        buffer; returns RLlib's statistics."""
         old_inputs = self.target.dist_inputs(batch.obs)[batch.is_step]
+        terms = self.policy_terms(batch, old_inputs)
         old_logp = self.module.dist.loss_grads(old_inputs, batch.actions, old_inputs)[0]
-        targets = self.vtrace(batch, terms, old_logp)
-        pg_adv = targets.pg_advantages
-        # clip(exp(x), 0, 2) as exp(min(x, log 2)): no overflow where pi_old is far below mu.
-        is_ratio = np.exp(np.minimum(batch.behaviour_logp - old_logp, LOG_IS_RATIO_CLIP))
-        ratio = is_ratio * np.exp(terms.logp - batch.behaviour_logp)
-        unclipped = pg_adv * ratio
-        clipped = pg_adv * np.clip(ratio, 1.0 - cfg.clip_param, 1.0 + cfg.clip_param)
-        surrogate = np.minimum(unclipped, clipped)
-        # The gradient flows where the unclipped term is the minimum (d ratio / d logp = ratio).
-        d_logp = -(unclipped * (unclipped <= clipped)) / n
-        d_dist_inputs = d_logp[:, None] * terms.d_logp
-        entropy_coeff = self.entropy_coeff.value
-        d_dist_inputs -= (entropy_coeff / n) * terms.d_entropy
-        mean_kl = 0.0
-        if cfg.use_kl_loss:
-            _, _, _, _, kl, d_kl = self.module.dist.loss_grads(
-                terms.dist_inputs, batch.actions, old_inputs
-            )
-            mean_kl = float(_sum(kl)) / n
-            d_dist_inputs += (self.kl_coeff / n) * d_kl
-        value_error = terms.values - targets.vs
-        self.backward(batch, terms, d_dist_inputs, (cfg.vf_loss_coeff / n) * value_error)
-        policy_loss = -float(_sum(surrogate)) / n
-        vf_loss = 0.5 * float(_sum(value_error * value_error)) / n
-        mean_entropy = float(_sum(terms.entropy)) / n
-        total = policy_loss + cfg.vf_loss_coeff * vf_loss - entropy_coeff * mean_entropy
-        if cfg.use_kl_loss:
-            total += self.kl_coeff * mean_kl
-        mean_is = float(_sum(is_ratio)) / n
-        return {
-            "total_loss": total,
-            POLICY_LOSS_KEY: policy_loss,
-            VF_LOSS_KEY: vf_loss,
-            ENTROPY_KEY: mean_entropy,
-            "mean_kl_loss": mean_kl,
-            "mean_IS": mean_is,
-            "var_IS": float(_sum((is_ratio - mean_is) ** 2)) / n,
-        }
+        coeffs = {"entropy_coeff": self.entropy_coeff.value, "kl_coeff": self.kl_coeff}
+        loss = numpy_loss(
+            dist=terms.dist,
+            old_logp=old_logp,
+            behaviour_logp=batch.behaviour_logp,
+            values=terms.values,
+            vtrace_targets=lambda target_logp: self.vtrace(batch, terms, target_logp),
+            config=self.config,
+            **coeffs,
+        )
+        d_dist_inputs, d_values = numpy_loss_gradients(loss, terms.dist, self.config, **coeffs)
+        self.backward(batch, terms, d_dist_inputs, d_values)
+        return loss.stats
 
     def update(
         self,

@@ -1,6 +1,6 @@
-"""APPO's torch learner: RLlib 2.60's `APPOTorchLearner` loss (see appo_learner.py for the
-formulas) on IMPALA's torch learner, with the target network a copy of the module that
-follows it as the numpy learner's does (`APPOTargetState`)."""
+"""APPO's torch learner: RLlib 2.60's `APPOTorchLearner` loss (loss.py's `torch_loss`) on
+IMPALA's torch learner, with the target network a copy of the module that follows it as the
+numpy learner's does (`APPOTargetState`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.algorithms.appo.appo_learner import LOG_IS_RATIO_CLIP, APPOTargetState
+from trainer.algorithms.appo.appo_learner import APPOTargetState
+from trainer.algorithms.appo.loss import torch_loss
 from trainer.algorithms.impala.impala_learner import TrajectoryBatch
 from trainer.algorithms.impala.torch_learner import BEHAVIOUR_LOGP, IS_STEP, IMPALATorchLearner
 from trainer.compat.rllib_utils import Columns
@@ -41,8 +42,8 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
     def compute_loss_for_module(
         self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> torch.Tensor:
-        """RLlib 2.60's APPO loss; logs policy_loss, vf_loss, entropy, mean_kl_loss, mean_IS
-        and var_IS."""
+        """RLlib 2.60's APPO loss (loss.py); logs policy_loss, vf_loss, entropy, mean_kl_loss,
+        mean_IS and var_IS."""
         dist, values, next_values = self.step_terms(batch, fwd_out)
         with torch.no_grad():
             old_out = self.target.forward_train(batch)
@@ -50,38 +51,21 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
             old_dist = self.rl_module.get_train_action_dist_cls().from_logits(
                 old_inputs[batch[IS_STEP]]
             )
-            old_logp = old_dist.logp(batch[Columns.ACTIONS])
-        vs, pg_advantages = self.vtrace_targets(batch, old_logp, values, next_values)
-        behaviour_logp = batch[BEHAVIOUR_LOGP]
-        logp = dist.logp(batch[Columns.ACTIONS])
-        # clip(mu / pi_old, 0, 2) as exp(min(log mu - log pi_old, log 2)): no overflow.
-        is_ratio = torch.exp(torch.clamp(behaviour_logp - old_logp, max=LOG_IS_RATIO_CLIP))
-        ratio = is_ratio * torch.exp(logp - behaviour_logp)
-        surrogate = torch.minimum(
-            pg_advantages * ratio,
-            pg_advantages * torch.clamp(ratio, 1.0 - config.clip_param, 1.0 + config.clip_param),
+        total_loss, stats = torch_loss(
+            actions=batch[Columns.ACTIONS],
+            curr_action_dist=dist,
+            old_action_dist=old_dist,
+            behaviour_logp=batch[BEHAVIOUR_LOGP],
+            values=values,
+            vtrace_targets=lambda target_logp: self.vtrace_targets(
+                batch, target_logp, values, next_values
+            ),
+            config=config,
+            entropy_coeff=self.entropy_coeff.value,
+            kl_coeff=self.kl_coeff,
         )
-        policy_loss = -torch.mean(surrogate)
-        vf_loss = 0.5 * torch.mean((values - vs) ** 2)
-        mean_entropy = torch.mean(dist.entropy())
-        total = (
-            policy_loss + config.vf_loss_coeff * vf_loss - self.entropy_coeff.value * mean_entropy
-        )
-        mean_kl = torch.zeros((), dtype=values.dtype)
-        if config.use_kl_loss:
-            mean_kl = torch.mean(old_dist.kl(dist))
-            total = total + self.kl_coeff * mean_kl
-        self.log_loss_stats(
-            {
-                "policy_loss": policy_loss,
-                "vf_loss": vf_loss,
-                "entropy": mean_entropy,
-                "mean_kl_loss": mean_kl,
-                "mean_IS": torch.mean(is_ratio),
-                "var_IS": torch.var(is_ratio, unbiased=False),
-            }
-        )
-        return total
+        self.log_loss_stats(stats)
+        return total_loss
 
     def update(
         self,

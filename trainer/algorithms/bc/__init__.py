@@ -1,8 +1,14 @@
 """BC, behaviour cloning from recorded data (RLlib 2.60's `BC`, MARWIL with beta = 0), one
-folder: `bc.py` holds BCConfig and BC; the loss, learner and training step are MARWIL's
-(`trainer/algorithms/marwil/`)."""
+folder:
 
-from trainer.algorithms.bc.bc import BC, BCConfig
+    config.py          BCConfig: MARWILConfig with beta = 0 (its classes are MARWIL's)
+    bc.py              BC: MARWIL's offline training step
+    differences.py     its own rows of the deliberate-differences table
+
+The loss and the learners are MARWIL's (`trainer/algorithms/marwil/`)."""
+
+from trainer.algorithms.bc.bc import BC
+from trainer.algorithms.bc.config import BCConfig
 from trainer.algorithms.bc.differences import DIFFERENCES as BC_DIFFERENCES
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.checkpoints.rllib_layout import ModuleRead
@@ -14,7 +20,7 @@ ALGORITHM = AlgorithmEntry(
     differences=BC_DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.bc": ("trainer.algorithms.bc",),
-        "ray.rllib.algorithms.bc.bc": ("trainer.algorithms.bc.bc",),
+        "ray.rllib.algorithms.bc.bc": ("trainer.algorithms.bc.config", "trainer.algorithms.bc.bc"),
     },
     # RLlib's BC module is an encoder and a policy head; BC here trains PPO's module, whose
     # value head RLlib's lacks (it starts as built).

@@ -1,15 +1,33 @@
-"""DQN (RLlib's `ray.rllib.algorithms.dqn`), all of it: `dqn.py` the config and the algorithm
-(on the off-policy training step, `trainer.algorithms.off_policy`); `dqn_learner.py` the numpy
-loss and update, `q_module.py` the default numpy Q network; `torch_learner.py` the torch loss
-(`DQNTorchLearner`), `torch_module.py` the default torch module (`DefaultDQNTorchRLModule`),
-`catalog.py` RLlib's `DQNCatalog`, which it builds with; `presets.py` the main job's presets;
-`differences.py` the deliberate differences from RLlib's DQN.
+"""DQN (RLlib's `ray.rllib.algorithms.dqn`), one folder:
 
-`ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
+    config.py          DQNConfig: its settings, and its classes by import path (learners,
+                       default modules: `AlgorithmClasses`)
+    loss.py            its loss, numpy and torch side by side: the TD error of the (double)
+                       Q-learning target under the Huber or squared loss, and with
+                       num_atoms > 1 the cross-entropy against the projected target
+                       distribution (C51), with RLlib's statistics
+    dqn.py             DQN: the off-policy training step (`trainer.algorithms.off_policy`)
+    dqn_learner.py     DQNLearner: the numpy update (loss.py's numpy loss, Adam, the target
+                       network)
+    q_module.py        QModule: the default numpy Q network (dueling, distributional)
+    torch_learner.py   DQNTorchLearner (RLlib's): the torch update (loss.py's torch loss)
+    numpy_update.py    the default DQNTorchLearner's update computed in numpy
+    torch_module.py    DefaultDQNTorchRLModule (RLlib's): the default torch module
+    catalog.py         DQNCatalog (RLlib's), which the torch module builds with
+    numpy_inference.py the torch module's EnvRunner forward in numpy
+    state_conversion.py, export.py, torch_export.py
+                       weights between the numpy and torch modules; policy exports
+    presets.py         the main job's presets
+    capabilities.py    what DQN does not have here (the capabilities its refusals name)
+    differences.py     its rows of the deliberate-differences table
+
+The torch learner and module need torch (the torch extra); they are imported when a config
+asks for them. `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
 from trainer.algorithms.dqn.catalog import DQNCatalog
+from trainer.algorithms.dqn.config import DQNConfig
 from trainer.algorithms.dqn.differences import DIFFERENCES
-from trainer.algorithms.dqn.dqn import DQN, DQNConfig
+from trainer.algorithms.dqn.dqn import DQN
 from trainer.algorithms.dqn.presets import PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
@@ -23,7 +41,10 @@ ALGORITHM = AlgorithmEntry(
     differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.dqn": ("trainer.algorithms.dqn",),
-        "ray.rllib.algorithms.dqn.dqn": ("trainer.algorithms.dqn.dqn",),
+        "ray.rllib.algorithms.dqn.dqn": (
+            "trainer.algorithms.dqn.config",
+            "trainer.algorithms.dqn.dqn",
+        ),
         "ray.rllib.algorithms.dqn.dqn_catalog": ("trainer.algorithms.dqn.catalog",),
         # Torch (the `torch` extra; imported only when asked for).
         "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module": (

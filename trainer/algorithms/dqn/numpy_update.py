@@ -3,10 +3,10 @@
 RLlib's default framework is torch, so an unmodified RLlib script trains `DQNTorchLearner` on
 `DefaultDQNTorchRLModule`, one replay batch of a few dozen rows per update: through torch,
 almost all of such a step is dispatch. Where both are exactly the defaults, the gradient step
-runs the numpy `DQNLearner`'s loss, backward pass and Adam on a numpy `QModule` with the same
-networks (its target network holds the torch target networks' weights), kept the same as the
-torch module and optimizer by a `NumpyTwin` (`trainer.torch_rl.numpy_twin`, which says why and
-how). The target networks still move in torch (`after_gradient_based_update`), and the next
+runs the numpy `DQNLearner`'s step (`loss.py`'s numpy loss and its backward pass, then
+Adam) on a numpy `QModule` with the same networks (its target network holds the torch target
+networks' weights), kept the same as the torch module and optimizer by a `NumpyTwin`
+(`trainer.torch_rl.numpy_twin`, which says why and how). The target networks still move in torch (`after_gradient_based_update`), and the next
 update reads them again. The conditions:
 
 - the learner is `DQNTorchLearner` itself (a subclass may override any hook);
@@ -43,7 +43,7 @@ from trainer.torch_rl.numpy_twin import (
 )
 
 if TYPE_CHECKING:
-    from trainer.algorithms.dqn.dqn import DQNConfig
+    from trainer.algorithms.dqn.config import DQNConfig
 
 
 class TorchDQNLearner(Protocol):

@@ -52,6 +52,15 @@ from torch import nn
 
 from trainer.algorithms.dqn.capabilities import DQN_VARIANTS
 from trainer.algorithms.dqn.catalog import DQN_MODEL_KEYS, DQNCatalog, split_model_config
+from trainer.algorithms.dqn.loss import (  # RLlib's output keys, which the loss reads
+    ATOMS,
+    QF_LOGITS,
+    QF_NEXT_PREDS,
+    QF_PREDS,
+    QF_PROBS,
+    QF_TARGET_NEXT_PREDS,
+    QF_TARGET_NEXT_PROBS,
+)
 from trainer.algorithms.dqn.numpy_inference import NumpyDQNInference
 from trainer.algorithms.dqn.q_module import QModule
 from trainer.compat.rllib_utils import Columns
@@ -71,16 +80,6 @@ from trainer.torch_rl.networks import (
 )
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
-
-#: RLlib's output keys (`ray.rllib.algorithms.dqn.default_dqn_rl_module`).
-QF_PREDS = "qf_preds"
-QF_NEXT_PREDS = "qf_next_preds"
-QF_TARGET_NEXT_PREDS = "qf_target_next_preds"
-ATOMS = "atoms"
-QF_LOGITS = "qf_logits"
-QF_PROBS = "qf_probs"
-QF_TARGET_NEXT_PROBS = "qf_target_next_probs"
-
 
 #: The default encoders (`DQNCatalog`'s default `build_encoder`): they take the encoded
 #: observations as a tensor.

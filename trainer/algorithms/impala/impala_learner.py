@@ -1,10 +1,6 @@
-"""IMPALA's learner in numpy (Espeholt et al. 2018), with RLlib 2.60's loss (`IMPALATorchLearner`)
-on PPO's policy-and-value module:
-
-    vs, pg_adv = V-trace(pi's log-likelihoods, the behaviour policy's, r, gamma, V)   (vtrace.py)
-    pi_loss    = -mean(log pi(a_t|x_t) * pg_adv_t)
-    vf_loss    = 0.5 * mean((V(x_t) - vs_t)^2)
-    total      = pi_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean(entropy)
+"""IMPALA's learner in numpy (Espeholt et al. 2018), with RLlib 2.60's loss (`IMPALATorchLearner`;
+loss.py's `numpy_loss` and its backward pass, on V-trace's targets from vtrace.py) on PPO's
+policy-and-value module.
 
 One update is one Adam step on one train batch (RLlib's one epoch of one minibatch), the gradient
 clipped by `grad_clip`. The batch is a list of episode chunks as the EnvRunners return them:
@@ -26,56 +22,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from trainer.algorithms.impala.loss import numpy_loss, numpy_loss_gradients
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
-from trainer.core.learner import (
-    DEFAULT_OPTIMIZER_LR_KEY,
-    ENTROPY_KEY,
-    VF_LOSS_KEY,
-    LearnerConfig,
-    NumpyLearner,
-    UpdateResults,
-)
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
+from trainer.core.nn import LossTerms
 from trainer.core.obs_tree import tree_concat, tree_rows
 from trainer.core.schedules import Schedule
 from trainer.env.episode import SingleAgentEpisode
 
-_sum = np.add.reduce
-
-
-class IMPALALearnerConfig(LearnerConfig, Protocol):
-    """What IMPALA's learner reads of its config: an `IMPALAConfig` (or APPO's). The algorithm's
-    module imports this one (its config names this learner as its default), so this module
-    names no config class."""
-
-    @property
-    def gamma(self) -> float: ...
-
-    @property
-    def vtrace_clip_rho_threshold(self) -> float: ...
-
-    @property
-    def vtrace_clip_pg_rho_threshold(self) -> float: ...
-
-    @property
-    def vf_loss_coeff(self) -> float: ...
-
-    @property
-    def entropy_coeff(self) -> float | list: ...
-
-    @property
-    def minibatch_size(self) -> int | None: ...
-
-    @property
-    def num_epochs(self) -> int: ...
-
-    def build_module(
-        self, spaces: Any, seed: int | None = None, *, inference_only: bool = False
-    ) -> Any: ...
+if TYPE_CHECKING:
+    from trainer.algorithms.impala.config import IMPALAConfig
 
 
 class EntropyCoeff:
@@ -253,27 +214,30 @@ def minibatch_plan(
 
 @dataclass
 class PolicyTerms:
-    """What the losses need of one forward pass over a `TrajectoryBatch`: per step, the
-    distribution inputs, log-likelihoods of the actions and their gradients, entropies; V(x_t)
+    """What the loss needs of one forward pass over a `TrajectoryBatch`: per step, the
+    distribution inputs and the distribution's terms with their gradients (`dist`: the
+    log-likelihoods of the actions, the entropies, the KL from the given old inputs); V(x_t)
     and V(x_{t+1}); and the pass's cache for `backward`."""
 
     dist_inputs: np.ndarray
-    logp: np.ndarray
-    d_logp: np.ndarray
-    entropy: np.ndarray
-    d_entropy: np.ndarray
+    dist: LossTerms
     values: np.ndarray
     next_values: np.ndarray
     cache: tuple
+
+    @property
+    def logp(self) -> np.ndarray:
+        """log pi(a_t|x_t) of the steps' actions."""
+        return self.dist.logp
 
 
 class IMPALALearner(NumpyLearner):
     """See the module docstring. `update(episodes)` takes one Adam step on their batch."""
 
-    config: IMPALALearnerConfig
+    config: IMPALAConfig
     loss_name = "IMPALA"
 
-    def __init__(self, config: IMPALALearnerConfig, spaces: SpaceInfo | None, module: Any = None):
+    def __init__(self, config: IMPALAConfig, spaces: SpaceInfo | None, module: Any = None):
         super().__init__(
             config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )
@@ -283,20 +247,23 @@ class IMPALALearner(NumpyLearner):
     def trajectory_batch(self, episodes: list[SingleAgentEpisode]) -> TrajectoryBatch:
         return trajectory_batch(episodes, self.module.spaces.preprocess)
 
-    def policy_terms(self, batch: TrajectoryBatch) -> PolicyTerms:
-        """One forward pass over every observation of `batch` (see `PolicyTerms`)."""
+    def policy_terms(
+        self, batch: TrajectoryBatch, old_dist_inputs: np.ndarray | None = None
+    ) -> PolicyTerms:
+        """One forward pass over every observation of `batch` (see `PolicyTerms`); the KL
+        term is from `old_dist_inputs` (default: the pass's own inputs, a KL of 0)."""
         all_dist_inputs, all_values, cache = self.module.forward_train(batch.obs)
         dist_inputs = all_dist_inputs[batch.is_step]
-        logp, d_logp, entropy, d_entropy, _, _ = self.module.dist.loss_grads(
-            dist_inputs, batch.actions, dist_inputs
+        dist = self.module.dist.loss_grads(
+            dist_inputs,
+            batch.actions,
+            dist_inputs if old_dist_inputs is None else old_dist_inputs,
         )
         values = all_values[batch.is_step]
         # V(x_{t+1}): the next row's value (the chunk's last observation at its end), 0 after
         # termination.
         next_values = all_values[1:][batch.is_step[:-1]] * ~batch.terminated
-        return PolicyTerms(
-            dist_inputs, logp, d_logp, entropy, d_entropy, values, next_values, cache
-        )
+        return PolicyTerms(dist_inputs, dist, values, next_values, cache)
 
     def vtrace(
         self, batch: TrajectoryBatch, terms: PolicyTerms, target_logp: np.ndarray
@@ -332,30 +299,22 @@ class IMPALALearner(NumpyLearner):
 
     # -- the loss --------------------------------------------------------------------------
     def loss_and_grads(self, batch: TrajectoryBatch) -> dict[str, float]:
-        """IMPALA's loss on `batch` (the module docstring), its gradient left in the module's
-        gradient buffer; returns RLlib's statistics."""
-        cfg = self.config
-        n = batch.num_steps
+        """IMPALA's loss on `batch` (loss.py), its gradient left in the module's gradient
+        buffer; returns RLlib's statistics."""
         terms = self.policy_terms(batch)
-        targets = self.vtrace(batch, terms, terms.logp)
-        d_dist_inputs = (-targets.pg_advantages / n)[:, None] * terms.d_logp
         entropy_coeff = self.entropy_coeff.value
-        d_dist_inputs -= (entropy_coeff / n) * terms.d_entropy
-        value_error = terms.values - targets.vs
-        d_values = (cfg.vf_loss_coeff / n) * value_error
+        loss = numpy_loss(
+            dist=terms.dist,
+            values=terms.values,
+            vtrace_targets=lambda target_logp: self.vtrace(batch, terms, target_logp),
+            config=self.config,
+            entropy_coeff=entropy_coeff,
+        )
+        d_dist_inputs, d_values = numpy_loss_gradients(
+            loss, terms.dist, self.config, entropy_coeff=entropy_coeff
+        )
         self.backward(batch, terms, d_dist_inputs, d_values)
-        pi_loss = -float(_sum(terms.logp * targets.pg_advantages))
-        vf_loss = 0.5 * float(_sum(value_error * value_error))
-        mean_entropy = float(_sum(terms.entropy)) / n
-        total = pi_loss / n + cfg.vf_loss_coeff * vf_loss / n - entropy_coeff * mean_entropy
-        return {
-            "total_loss": total,
-            "pi_loss": pi_loss,
-            "mean_pi_loss": pi_loss / n,
-            VF_LOSS_KEY: vf_loss,
-            "mean_vf_loss": vf_loss / n,
-            ENTROPY_KEY: mean_entropy,
-        }
+        return loss.stats
 
     # -- the update ------------------------------------------------------------------------
     def update(

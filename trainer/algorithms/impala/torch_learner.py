@@ -1,8 +1,8 @@
-"""IMPALA's torch learner: RLlib 2.60's `IMPALATorchLearner` loss (see impala_learner.py for the
-formulas) on a torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by
-default. The batch is the numpy learner's `TrajectoryBatch` (every chunk's observations, its
-bootstrap observation included); V-trace runs on the forward pass's log-likelihoods and values
-outside the graph (vtrace.py), as RLlib's `vtrace_torch` runs without gradients.
+"""IMPALA's torch learner: RLlib 2.60's `IMPALATorchLearner` loss (loss.py's `torch_loss`) on a
+torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by default. The batch is
+the numpy learner's `TrajectoryBatch` (every chunk's observations, its bootstrap observation
+included); V-trace runs on the forward pass's log-likelihoods and values outside the graph
+(vtrace.py), as RLlib's `vtrace_torch` runs without gradients.
 
 A recurrent module (`use_lstm`) runs each chunk's rows, its bootstrap observation included, as
 zero-padded sequences of `max_seq_len` rows (`trainer.torch_rl.sequences`), each from the state
@@ -30,6 +30,7 @@ from trainer.algorithms.impala.impala_learner import (
     take_steps,
     trajectory_batch,
 )
+from trainer.algorithms.impala.loss import torch_loss
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
@@ -259,30 +260,21 @@ class IMPALATorchLearner(TorchLearner):
     def compute_loss_for_module(
         self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> torch.Tensor:
-        """RLlib 2.60's IMPALA loss; logs pi_loss, mean_pi_loss, vf_loss, mean_vf_loss and
-        entropy."""
+        """RLlib 2.60's IMPALA loss (loss.py); logs pi_loss, mean_pi_loss, vf_loss,
+        mean_vf_loss and entropy."""
         dist, values, next_values = self.step_terms(batch, fwd_out)
-        logp = dist.logp(batch[Columns.ACTIONS])
-        vs, pg_advantages = self.vtrace_targets(batch, logp, values, next_values)
-        n = len(values)
-        pi_loss = -torch.sum(logp * pg_advantages)
-        vf_loss = 0.5 * torch.sum((values - vs) ** 2)
-        mean_entropy = torch.mean(dist.entropy())
-        total = (
-            pi_loss / n
-            + config.vf_loss_coeff * vf_loss / n
-            - self.entropy_coeff.value * mean_entropy
+        total_loss, stats = torch_loss(
+            actions=batch[Columns.ACTIONS],
+            curr_action_dist=dist,
+            values=values,
+            vtrace_targets=lambda target_logp: self.vtrace_targets(
+                batch, target_logp, values, next_values
+            ),
+            config=config,
+            entropy_coeff=self.entropy_coeff.value,
         )
-        self.log_loss_stats(
-            {
-                "pi_loss": pi_loss,
-                "mean_pi_loss": pi_loss / n,
-                "vf_loss": vf_loss,
-                "mean_vf_loss": vf_loss / n,
-                "entropy": mean_entropy,
-            }
-        )
-        return total
+        self.log_loss_stats(stats)
+        return total_loss
 
     # -- the update ------------------------------------------------------------------------
     def update(

@@ -1,16 +1,14 @@
 """`IQLLearner`: one gradient step of implicit Q-learning (Kostrikov et al. 2021) on a batch of
-recorded transitions, in numpy, with RLlib 2.60's losses (`IQLTorchLearner`, whose docstring
-writes them out) on `IQLModule`: SAC's numpy module plus a state-value network.
+recorded transitions, in numpy, with RLlib 2.60's losses (`IQLTorchLearner`): `loss.py`'s
+(`numpy_loss`, which writes them out), on `IQLModule`: SAC's numpy module plus a state-value
+network.
 
-Per batch of B transitions (s, a, r, s', terminated), d = min_i Q_target_i(s, a) - V(s):
-
-    value   mean(w d^2), w = expectile where d > 0, else 1 - expectile      -> V's parameters
-    critic  mean((r + gamma (1 - terminated) V(s') - Q_i(s, a))^2) (each halved with twin_q)
-                                                                            -> Q_i's parameters
-    policy  -mean(min(exp(beta d), 100) log pi(a|s))                        -> the policy's
-
-Each optimizer ("policy", "qf", "qf_twin", "value"; Adam, eps 1e-7) steps its own slice of
-the module's flat parameters with its own loss's gradient; the target critics follow as SAC's.
+Each update: the module's forward passes (RLlib's `DefaultIQLTorchRLModule` outputs: V(s),
+V(s'), the target critics' min_i Q_target_i(s, a), the critics' Q_i(s, a), the policy's
+distribution inputs), `numpy_loss` and its gradients with respect to those outputs, then each
+network's backward pass into the module's gradient buffer. Each optimizer ("policy", "qf",
+"qf_twin", "value"; Adam, eps 1e-7) steps its own slice of the module's flat parameters with
+its own loss's gradient; the target critics follow as SAC's.
 """
 
 from __future__ import annotations
@@ -19,36 +17,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from trainer.algorithms.sac.loss import (
-    POLICY,
-    QF,
-    QF_LOSS_KEY,
-    QF_TWIN,
-    QF_TWIN_LOSS_KEY,
-    SACLoss,
-)
+from trainer.algorithms.iql.loss import QF_TARGET_PREDS, VALUE, VF_PREDS_NEXT, numpy_loss
+from trainer.algorithms.sac.loss import QF_PREDS, QF_TWIN_PREDS, SACLoss
 from trainer.algorithms.sac.sac_learner import SACLearner, recorded_train_batch
-from trainer.algorithms.sac.sac_module import (
-    LOG_STD_MAX,
-    LOG_STD_MIN,
-    SACModule,
-    SquashedGaussian,
-    encoder_backward,
-    mlp_backward,
-)
+from trainer.algorithms.sac.sac_module import SACModule, encoder_backward, mlp_backward
 from trainer.capabilities import ACTION_SPACES
-from trainer.core.learner import POLICY_LOSS_KEY
+from trainer.compat.rllib_utils import Columns
 from trainer.core.models import SpaceInfo, activated, activated_train, encoder_mlp, head_mlp
 from trainer.errors import UnsupportedValue
 from trainer.metrics import TD_ERROR_KEY
 
 if TYPE_CHECKING:
-    from trainer.algorithms.iql.iql import IQLConfig
-
-#: RLlib's name of the value network's optimizer.
-VALUE = "value"
-#: RLlib's cap on the exponentiated advantages.
-MAX_EXP_ADVANTAGE = 100.0
+    from trainer.algorithms.iql.config import IQLConfig
 
 
 class IQLModule(SACModule):
@@ -122,47 +102,38 @@ class IQLLearner(SACLearner):
         return {**results, "total_loss": sum(loss.losses.values())}
 
     def loss_and_gradients(self, batch: dict[str, np.ndarray]) -> SACLoss:
-        """IQL's losses (the module docstring's), each optimizer's gradient of its own left in
-        the module's gradient buffer."""
-        config, module = self.config, self.module
+        """IQL's loss (`loss.numpy_loss`) on the module's outputs for `batch`, each
+        optimizer's gradient of its own loss left in the module's gradient buffer."""
+        module = self.module
         preprocess = module.spaces.preprocess
         obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
-        size = len(obs)
-        actions = np.asarray(batch["actions"], dtype=obs.dtype).reshape(size, -1)
-        losses: dict[str, float] = {}
+        actions = np.asarray(batch["actions"], dtype=obs.dtype).reshape(len(obs), -1)
 
-        # The value network: the expectile of the target critics' values.
+        # The forward passes: the module's outputs, under RLlib's keys.
         values, value_cache = module.values_forward_train(obs)
-        advantages = self.target.q_values(obs, actions) - values
-        weights = np.where(advantages > 0, config.expectile, 1.0 - config.expectile)
-        losses[VALUE] = float(np.mean(weights * advantages * advantages))
-        module.values_backward(value_cache, (-2.0 / size) * weights * advantages)
-
-        # The critics: regressed on r + gamma (1 - terminated) V(s').
-        not_terminated = 1.0 - batch["terminateds"].astype(obs.dtype)
-        targets = batch["rewards"] + config.gamma * not_terminated * module.values(next_obs)
-        half = 0.5 if len(module.critics) == 2 else 1.0
-        td_errors = np.zeros(size, dtype=obs.dtype)
-        for index, critic in enumerate(module.critics):
-            q, cache = critic.forward_train(obs, actions)
-            td = q - targets
-            losses[QF if index == 0 else QF_TWIN] = half * float(np.mean(td * td))
-            critic.backward(cache, (2.0 * half / size) * td, module.critic_grads(index), False)
-            td_errors += np.abs(td) / len(module.critics)
-
-        # The policy: the recorded actions' log-likelihood, weighted by exp(beta * A).
         dist_inputs, pi_cache = module.policy_forward_train(obs)
-        n = dist_inputs.shape[1] // 2
-        mean, raw_log_std = dist_inputs[:, :n], dist_inputs[:, n:]
-        log_std = np.minimum(np.maximum(raw_log_std, LOG_STD_MIN), LOG_STD_MAX)
-        logp, d_mean, d_log_std = SquashedGaussian.logp_and_grads(mean, log_std, actions)
-        exp_advantages = np.minimum(np.exp(config.beta * advantages), MAX_EXP_ADVANTAGE)
-        losses[POLICY] = -float(np.mean(exp_advantages * logp))
-        scale = (-exp_advantages / size)[:, None]
-        d_log_std = scale * d_log_std * ((raw_log_std > LOG_STD_MIN) & (raw_log_std < LOG_STD_MAX))
-        module.policy_backward(pi_cache, np.concatenate([scale * d_mean, d_log_std], axis=1))
+        critic_passes = [critic.forward_train(obs, actions) for critic in module.critics]
+        critic_keys = (QF_PREDS, QF_TWIN_PREDS)[: len(critic_passes)]
+        fwd_out = {
+            Columns.VF_PREDS: values,
+            QF_TARGET_PREDS: self.target.q_values(obs, actions),
+            VF_PREDS_NEXT: module.values(next_obs),
+            Columns.ACTION_DIST_INPUTS: dist_inputs,
+            **{key: q for key, (q, _) in zip(critic_keys, critic_passes, strict=True)},
+        }
+        recorded = {
+            Columns.ACTIONS: actions,
+            Columns.REWARDS: batch["rewards"],
+            Columns.TERMINATEDS: batch["terminateds"],
+        }
+        loss = numpy_loss(recorded, fwd_out, self.config)
 
-        stats: dict[str, Any] = {POLICY_LOSS_KEY: losses[POLICY], QF_LOSS_KEY: losses[QF]}
-        if QF_TWIN in losses:
-            stats[QF_TWIN_LOSS_KEY] = losses[QF_TWIN]
-        return SACLoss(losses, td_errors, stats, d_log_alpha=0.0)
+        # The backward passes: each loss's gradient into its own network's parameters.
+        gradients = loss.gradients
+        module.values_backward(value_cache, gradients[Columns.VF_PREDS])
+        for index, (critic, (_, cache), key) in enumerate(
+            zip(module.critics, critic_passes, critic_keys, strict=True)
+        ):
+            critic.backward(cache, gradients[key], module.critic_grads(index), False)
+        module.policy_backward(pi_cache, gradients[Columns.ACTION_DIST_INPUTS])
+        return SACLoss(loss.losses, loss.td_error, loss.stats, d_log_alpha=0.0)

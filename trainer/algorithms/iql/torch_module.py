@@ -16,16 +16,13 @@ from typing import Any
 import gymnasium as gym
 import torch
 
+from trainer.algorithms.iql.loss import QF_TARGET_PREDS, VF_PREDS_NEXT
 from trainer.algorithms.sac.numpy_inference import NumpySACInference
 from trainer.algorithms.sac.torch_module import DefaultSACTorchRLModule
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.networks import MLPHead
-
-#: RLlib's IQL forward-pass keys (`ray.rllib.algorithms.iql.iql_learner`).
-QF_TARGET_PREDS = "qf_target_preds"
-VF_PREDS_NEXT = "vf_preds_next"
 
 
 class DefaultIQLTorchRLModule(DefaultSACTorchRLModule):
@@ -65,4 +62,4 @@ class DefaultIQLTorchRLModule(DefaultSACTorchRLModule):
         return output
 
 
-__all__ = ["DefaultIQLTorchRLModule"]
+__all__ = ["QF_TARGET_PREDS", "VF_PREDS_NEXT", "DefaultIQLTorchRLModule"]

@@ -1,19 +1,8 @@
-"""MARWIL's numpy learner (Wang et al. 2018, "Exponentially Weighted Imitation Learning for
-Batched Data"), RLlib 2.60's `MARWILTorchLearner` loss in numpy on PPO's policy-and-value module.
-
-On a batch of recorded transitions (s, a, r, s', terminated):
-
-    V_target   = r + gamma * V(s')   (r where the step terminated)  RLlib's GAE on its one-step
-                                                                     episodes, lambda = 1
-    A          = V_target - V(s)
-    c^2       <- c^2 + rate * (mean(A^2) - c^2)                      moving_average_sqd_adv_norm
-    w          = exp(beta * A / (1e-8 + c))                          no gradient flows through w
-    policy_loss = -mean(w * (log pi(a|s) + bc_logstd_coeff * mean(log_std)))
-    vf_loss     = 0.5 * mean(A^2)                                    (beta > 0 only)
-    total_loss  = policy_loss + vf_coeff * vf_loss
-
-With beta = 0 (BC) every weight is 1, there is no value loss, and the loss is the negative
-log-likelihood of the recorded actions.
+"""MARWIL's numpy learner (RLlib 2.60's `MARWILLearner`, with `MARWILTorchLearner`'s loss in
+numpy) on PPO's policy-and-value module: each update is one Adam step on MARWIL's loss
+(`loss.py`) of a batch of recorded transitions; with beta = 0 it is BC's learner. The learners'
+state beyond the module and the optimizer, the moving average c^2 of the squared advantages,
+is `MovingAverageState` (here, the torch learner's too).
 """
 
 from __future__ import annotations
@@ -22,24 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner, explained_variance
-from trainer.core.nn import DiagGaussian
+from trainer.algorithms.marwil.loss import numpy_loss, numpy_loss_gradients, value_targets
+from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner
 from trainer.offline import columns as C
-
-#: RLlib's result key of the moving average of the squared advantages.
-MOVING_AVG_KEY = "moving_avg_sqd_adv_norm"
-
-
-def value_targets(
-    rewards: np.ndarray, terminateds: np.ndarray, next_values: np.ndarray, gamma: float
-) -> np.ndarray:
-    """One-step targets: r + gamma * V(s') where the episode goes on, r where it ended."""
-    return rewards + gamma * (1.0 - terminateds.astype(rewards.dtype)) * next_values
 
 
 class MovingAverageState:
     """The learners' state beyond the module and the optimizer: the moving average c^2 of the
-    squared advantages, and its update rule (numpy and torch learners alike)."""
+    squared advantages (`moving_average_sqd_adv_norm`, which the loss moves at each batch with
+    beta > 0), its start and its checkpoint key (numpy and torch learners alike)."""
 
     extra_state_keys: tuple[str, ...] = ("moving_average_sqd_adv_norm",)
     moving_average_sqd_adv_norm: float
@@ -47,14 +27,6 @@ class MovingAverageState:
 
     def start_moving_average(self) -> None:
         self.moving_average_sqd_adv_norm = float(self.config.moving_average_sqd_adv_norm_start)
-
-    def advantage_scale(self, mean_sq_advantage: float) -> float:
-        """Moves c^2 towards this batch's mean(A^2); returns the weights' scale 1e-8 + c."""
-        rate = self.config.moving_average_sqd_adv_norm_update_rate
-        self.moving_average_sqd_adv_norm += rate * (
-            mean_sq_advantage - self.moving_average_sqd_adv_norm
-        )
-        return 1e-8 + float(np.sqrt(self.moving_average_sqd_adv_norm))
 
     def get_extra_state(self) -> dict:
         return {"moving_average_sqd_adv_norm": self.moving_average_sqd_adv_norm}
@@ -80,57 +52,36 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
         super().__init__(config, module)
         self.start_moving_average()
 
-    # -- the loss ----------------------------------------------------------------------------
     def value_targets(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        """The batch's one-step value targets with the module's current value network (no
-        gradient flows through them)."""
+        """The batch's one-step value targets V_target = r + gamma (1 - d) V(s') with the
+        module's current value network (no gradient flows through them)."""
         module = self.module
         next_values = module.values(module.spaces.preprocess(batch[C.NEXT_OBS]))
+        rewards = batch[C.REWARDS].astype(next_values.dtype)
         return value_targets(
-            batch[C.REWARDS].astype(next_values.dtype),
-            batch[C.TERMINATEDS],
-            next_values,
-            self.config.gamma,
+            rewards, batch[C.TERMINATEDS].astype(rewards.dtype), next_values, self.config.gamma
         )
 
     def loss_and_grads(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
-        """The loss of `batch` and its gradient, written into the module's gradient buffer;
-        returns the loss statistics under RLlib's keys."""
-        cfg, module = self.config, self.module
-        obs = module.spaces.preprocess(batch[C.OBS])
-        actions = batch[C.ACTIONS]
-        rows = len(obs)
-        dist_inputs, values, cache = module.forward_train(obs)
-        terms = module.dist.loss_grads(dist_inputs, actions, dist_inputs)
-        stats: dict[str, Any] = {}
-        d_values = np.zeros(rows, dtype=dist_inputs.dtype)
-        if cfg.beta == 0.0:
-            weights = np.ones(rows, dtype=dist_inputs.dtype)
-            vf_loss = 0.0
-        else:
-            targets = self.value_targets(batch)
-            advantages = targets - values
-            mean_sq = float(np.mean(advantages * advantages))
-            vf_loss = 0.5 * mean_sq
-            scale = self.advantage_scale(mean_sq)
-            weights = np.exp(cfg.beta * advantages / scale).astype(dist_inputs.dtype)
-            # d(vf_coeff * 0.5 * mean(A^2)) / dV = -vf_coeff * A / rows.
-            d_values = (-cfg.vf_coeff / rows * advantages).astype(dist_inputs.dtype)
-            stats["vf_loss"] = vf_loss
-            stats["vf_explained_variance"] = explained_variance(targets, values)
-            stats[MOVING_AVG_KEY] = self.moving_average_sqd_adv_norm
-        # d(-mean(w * logp)) / d dist_inputs.
-        d_dist_inputs = (-weights / rows)[:, None] * terms.d_logp
-        log_std_term = 0.0
-        if cfg.bc_logstd_coeff > 0 and module.dist is DiagGaussian:
-            half = dist_inputs.shape[1] // 2
-            log_std_term = dist_inputs[:, half:].mean(axis=1)
-            d_dist_inputs[:, half:] += (-cfg.bc_logstd_coeff / (rows * half)) * weights[:, None]
-        module.backward(cache, d_dist_inputs.astype(dist_inputs.dtype, copy=False), d_values)
-        policy_loss = -float(np.mean(weights * (terms.logp + cfg.bc_logstd_coeff * log_std_term)))
-        stats["policy_loss"] = policy_loss
-        stats["total_loss"] = policy_loss + cfg.vf_coeff * vf_loss
-        return stats
+        """The loss of `batch` and its gradient, written into the module's gradient buffer; moves
+        the moving average; returns the loss statistics under RLlib's keys (`loss.py`)."""
+        config, module = self.config, self.module
+        dist_inputs, values, cache = module.forward_train(module.spaces.preprocess(batch[C.OBS]))
+        dist = module.dist.loss_grads(dist_inputs, batch[C.ACTIONS], dist_inputs)
+        targets = None if config.beta == 0.0 else self.value_targets(batch)
+        loss = numpy_loss(
+            dist,
+            dist_inputs,
+            module.dist,
+            values,
+            targets,
+            config,
+            moving_average_sqd_adv_norm=self.moving_average_sqd_adv_norm,
+        )
+        self.moving_average_sqd_adv_norm = loss.moving_average_sqd_adv_norm
+        d_dist_inputs, d_values = numpy_loss_gradients(loss, dist, dist_inputs, module.dist, config)
+        module.backward(cache, d_dist_inputs, d_values)
+        return loss.stats
 
     def evaluation_loss(self, batch: dict[str, np.ndarray]) -> dict[str, Any]:
         """The loss statistics of `batch` (`total_loss` among them) with no step, the moving

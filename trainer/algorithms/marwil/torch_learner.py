@@ -1,7 +1,7 @@
-"""MARWIL's torch learner: RLlib 2.60's `MARWILTorchLearner` loss (see marwil_learner.py for the
-formulas) on a torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by
-default. The value targets come from the module's value function on `new_obs`, outside the
-graph; the advantage weights are detached, as RLlib's."""
+"""MARWIL's torch learner, RLlib 2.60's `MARWILTorchLearner`: MARWIL's loss (`loss.py`) on a
+torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by default. The value
+targets come from the module's value function on `new_obs`, outside the graph; the advantage
+weights are detached, as RLlib's."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from typing import Any
 
 import torch
 
-from trainer.algorithms.marwil.marwil_learner import MOVING_AVG_KEY, MovingAverageState
+from trainer.algorithms.marwil.loss import torch_loss, value_targets
+from trainer.algorithms.marwil.marwil_learner import MovingAverageState
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import ValueFunctionAPI
 from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY
 from trainer.offline import columns as C
 from trainer.torch_rl.learner import TorchLearner
-from trainer.torch_rl.torch_utils import explained_variance
 
 
 class MARWILTorchLearner(MovingAverageState, TorchLearner):
@@ -36,49 +36,32 @@ class MARWILTorchLearner(MovingAverageState, TorchLearner):
         self.start_moving_average()
 
     def value_targets(self, batch: dict[str, Any]) -> torch.Tensor:
-        """One-step targets r + gamma * V(s') (r where the step terminated), without a graph."""
+        """One-step targets V_target = r + gamma (1 - d) V(s'), without a graph."""
         with torch.no_grad():
             next_values = self.rl_module.compute_values({Columns.OBS: batch[C.NEXT_OBS]})
             rewards = batch[C.REWARDS].to(next_values.dtype)
-            alive = 1.0 - batch[C.TERMINATEDS].to(next_values.dtype)
-            return rewards + self.config.gamma * alive * next_values
+            terminateds = batch[C.TERMINATEDS].to(next_values.dtype)
+            return value_targets(rewards, terminateds, next_values, self.config.gamma)
 
     def compute_loss_for_module(
         self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> torch.Tensor:
-        """RLlib 2.60's MARWIL loss; logs policy_loss (and vf_loss, vf_explained_variance and
-        moving_avg_sqd_adv_norm with beta > 0)."""
+        """RLlib 2.60's MARWIL loss (`loss.torch_loss`); moves the moving average; logs
+        policy_loss (and vf_loss, vf_explained_variance and moving_avg_sqd_adv_norm with
+        beta > 0)."""
         module = self.rl_module
-        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
-        logp = dist.logp(batch[Columns.ACTIONS])
-        stats: dict[str, Any] = {}
-        if config.beta == 0.0:
-            weights: Any = 1.0
-            vf_loss = torch.tensor(0.0)
-        else:
-            targets = self.value_targets(batch)
-            values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
-            advantages = targets - values
-            mean_sq = torch.mean(advantages**2)
-            vf_loss = 0.5 * mean_sq
-            scale = self.advantage_scale(float(mean_sq.detach()))
-            weights = torch.exp(config.beta * advantages / scale).detach()
-            with torch.no_grad():
-                explained = explained_variance(targets, values)
-            stats.update(
-                {
-                    "vf_loss": vf_loss,
-                    "vf_explained_variance": explained,
-                    MOVING_AVG_KEY: self.moving_average_sqd_adv_norm,
-                }
-            )
-        log_stds: Any = 0.0
-        if config.bc_logstd_coeff > 0 and hasattr(dist, "log_std"):
-            log_stds = torch.mean(dist.log_std, dim=1)
-        policy_loss = -torch.mean(weights * (logp + config.bc_logstd_coeff * log_stds))
-        stats["policy_loss"] = policy_loss
+        targets = None if config.beta == 0.0 else self.value_targets(batch)
+        total_loss, stats, self.moving_average_sqd_adv_norm = torch_loss(
+            batch,
+            fwd_out[Columns.ACTION_DIST_INPUTS],
+            module.get_train_action_dist_cls(),
+            lambda: module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS)),
+            targets,
+            config,
+            moving_average_sqd_adv_norm=self.moving_average_sqd_adv_norm,
+        )
         self.log_loss_stats(stats)
-        return policy_loss + config.vf_coeff * vf_loss
+        return total_loss
 
     def update(
         self, batch: dict[str, Any], *, num_env_steps_sampled_lifetime: int | None = None

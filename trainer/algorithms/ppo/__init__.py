@@ -1,17 +1,34 @@
-"""PPO (RLlib's `ray.rllib.algorithms.ppo`), all of it: `ppo.py` the config and the algorithm
-(`training_step`); `loss.py` PPO's loss for numpy (with its backward pass, on the distributions'
-`loss_grads` of `trainer.core.nn`) and for torch, side by side, with the same statistics;
-`ppo_learner.py` the numpy learner (`PPOLearner`), `module.py` the default numpy module
-(`PolicyModule`); `torch_learner.py` the torch learner (`PPOTorchLearner`), `torch_module.py`
-the default torch module (`DefaultPPOTorchRLModule`), `state_conversion.py` a numpy module's
-state as the torch one's; `catalog.py` RLlib's `PPOCatalog`; `presets.py` the main job's
-presets; `differences.py` the deliberate differences from RLlib's PPO.
+"""PPO (RLlib's `ray.rllib.algorithms.ppo`), one folder:
+
+    config.py          PPOConfig: its settings, and its classes by import path (learners, default
+                       modules: `AlgorithmClasses`)
+    ppo.py             PPO: training_step (sample, update, sync the weights)
+    loss.py            PPO's loss for numpy (with its backward pass, on the distributions'
+                       `loss_grads` of `trainer.core.nn`) and for torch, side by side, with the
+                       same statistics
+    ppo_learner.py     PPOLearner, the numpy learner
+    module.py          PolicyModule, the default numpy module
+    export.py          PolicyModule as the export's description
+    torch_learner.py   PPOTorchLearner, the torch learner
+    torch_learner_view.py
+                       what the numpy update reads of a PPOTorchLearner (a protocol)
+    numpy_update.py    PPOTorchLearner's update computed in numpy, where its module and
+                       settings are the defaults
+    torch_module.py    DefaultPPOTorchRLModule, the default torch module
+    numpy_inference.py DefaultPPOTorchRLModule's forward pass on the EnvRunners, in numpy
+    torch_export.py    DefaultPPOTorchRLModule as the export's description
+    state_conversion.py
+                       a numpy module's state as the torch one's
+    catalog.py         RLlib's PPOCatalog
+    presets.py         the main job's presets
+    differences.py     its rows of the deliberate-differences table
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
 from trainer.algorithms.ppo.catalog import PPOCatalog
+from trainer.algorithms.ppo.config import PPOConfig
 from trainer.algorithms.ppo.differences import DIFFERENCES
-from trainer.algorithms.ppo.ppo import PPO, PPOConfig
+from trainer.algorithms.ppo.ppo import PPO
 from trainer.algorithms.ppo.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
@@ -26,7 +43,10 @@ ALGORITHM = AlgorithmEntry(
     differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.ppo": ("trainer.algorithms.ppo",),
-        "ray.rllib.algorithms.ppo.ppo": ("trainer.algorithms.ppo.ppo",),
+        "ray.rllib.algorithms.ppo.ppo": (
+            "trainer.algorithms.ppo.config",
+            "trainer.algorithms.ppo.ppo",
+        ),
         "ray.rllib.algorithms.ppo.ppo_catalog": ("trainer.algorithms.ppo.catalog",),
         # Torch (the `torch` extra; imported only when asked for).
         "ray.rllib.algorithms.ppo.torch.ppo_torch_learner": (

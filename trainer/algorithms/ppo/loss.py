@@ -41,7 +41,7 @@ from trainer.core.nn import LossTerms
 if TYPE_CHECKING:
     import torch
 
-    from trainer.algorithms.ppo.ppo import PPOConfig
+    from trainer.algorithms.ppo.config import PPOConfig
 
 #: RLlib's keys of the loss statistics (`POLICY_LOSS_KEY`, `VF_LOSS_KEY`,
 #: `LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY`, `LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY`,
@@ -76,7 +76,7 @@ def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
 # ---------------------------------------------------------------------------------------------
 # numpy
 # ---------------------------------------------------------------------------------------------
-class NumpyLoss(NamedTuple):
+class PPONumpyLoss(NamedTuple):
     """`numpy_loss`'s result: the loss and its statistics, and the per-row terms its backward
     pass (`numpy_loss_gradients`) reads."""
 
@@ -97,7 +97,7 @@ def numpy_loss(
     *,
     entropy_coeff: float,
     kl_coeff: float,
-) -> NumpyLoss:
+) -> PPONumpyLoss:
     """PPO's loss on a minibatch of arrays: `dist` holds the current policy's per-row
     log-likelihood of the taken actions, entropy and KL from the behaviour policy (with their
     gradients, `loss_grads` of the module's distribution), `values` the value of each row."""
@@ -143,13 +143,13 @@ def numpy_loss(
         ENTROPY: mean_entropy,
         MEAN_KL_LOSS: mean_kl,
     }
-    return NumpyLoss(
+    return PPONumpyLoss(
         total_loss, stats, surrogate_unclipped, surrogate_clipped, value_error, vf_loss
     )
 
 
 def numpy_loss_gradients(
-    loss: NumpyLoss,
+    loss: PPONumpyLoss,
     dist: LossTerms,
     config: PPOConfig,
     *,

@@ -38,7 +38,7 @@ from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import require_generator_state, require_number
 
 if TYPE_CHECKING:
-    from trainer.algorithms.ppo.ppo import PPOConfig
+    from trainer.algorithms.ppo.config import PPOConfig
 
 #: RLlib's result key of the default optimizer's learning rate.
 DEFAULT_OPTIMIZER_LR = DEFAULT_OPTIMIZER_LR_KEY

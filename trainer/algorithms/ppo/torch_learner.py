@@ -76,7 +76,7 @@ from trainer.torch_rl.sequences import (
 from trainer.util import seeding
 
 if TYPE_CHECKING:
-    from trainer.algorithms.ppo.ppo import PPOConfig
+    from trainer.algorithms.ppo.config import PPOConfig
 
 #: A recurrent module's extra inputs (RLlib's `Columns.PREV_ACTIONS` / `PREV_REWARDS`).
 PREV_ACTIONS = "prev_actions"

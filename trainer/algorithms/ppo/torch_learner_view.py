@@ -13,7 +13,7 @@ from trainer.core.schedules import Scheduler
 from trainer.metrics.metrics_logger import MetricsLogger
 
 if TYPE_CHECKING:
-    from trainer.algorithms.ppo.ppo import PPOConfig
+    from trainer.algorithms.ppo.config import PPOConfig
 
 
 class PPOTorchLearnerView(Protocol):

@@ -1,17 +1,32 @@
-"""SAC (RLlib's `ray.rllib.algorithms.sac`), all of it: `sac.py` the config and the algorithm
-(DQN's training step); `loss.py` the losses in numpy with their gradients, `torch_loss.py`
-the same losses in torch; `sac_learner.py` the numpy learner (optimizers, target critics),
-`sac_module.py` the default numpy module (policy, twin critics) and the squashed Gaussian;
-`torch_learner.py` the torch learner (`SACTorchLearner`), `torch_module.py` the default
-torch module (`DefaultSACTorchRLModule`); `presets.py` the main job's presets;
-`differences.py` the deliberate differences from RLlib's SAC.
+"""SAC (RLlib's `ray.rllib.algorithms.sac`), one folder:
+
+    config.py          SACConfig: its settings, and its classes by import path (learners,
+                       default modules: `AlgorithmClasses`)
+    sac.py             SAC: the algorithm (DQN's off-policy training step)
+    loss.py            its losses in numpy, each term's forward and backward pass
+    torch_loss.py      the same losses on tensors (autograd differentiates them)
+    sac_learner.py     SACLearner: the numpy learner (optimizers, target critics)
+    sac_module.py      SACModule: the default numpy module (policy, twin critics) and the
+                       squashed Gaussian
+    torch_learner.py   SACTorchLearner: the torch learner
+    torch_module.py    DefaultSACTorchRLModule: the default torch module
+    numpy_inference.py NumpySACInference: the EnvRunners' numpy forward pass of the torch
+                       module
+    state_conversion.py
+                       the numpy module as the torch module of the same networks (RLlib's
+                       module checkpoints)
+    export.py, torch_export.py
+                       the numpy and the torch module as the export's description
+    presets.py         the main job's presets
+    differences.py     its rows of the deliberate-differences table
 
 `ALGORITHM` is what the registry (`trainer.algorithms.registry`) reads."""
 
 from trainer.algorithms.registry import AlgorithmEntry
+from trainer.algorithms.sac.config import SACConfig
 from trainer.algorithms.sac.differences import DIFFERENCES
 from trainer.algorithms.sac.presets import FASTER_PRESETS, PRESETS
-from trainer.algorithms.sac.sac import SAC, SACConfig
+from trainer.algorithms.sac.sac import SAC
 from trainer.capabilities import DEFAULT_MODELS_INSTEAD, OLD_API_STACK, TORCH
 from trainer.checkpoints.rllib_layout import RLlibModuleClass
 
@@ -24,7 +39,10 @@ ALGORITHM = AlgorithmEntry(
     differences=DIFFERENCES,
     rllib_modules={
         "ray.rllib.algorithms.sac": ("trainer.algorithms.sac",),
-        "ray.rllib.algorithms.sac.sac": ("trainer.algorithms.sac.sac",),
+        "ray.rllib.algorithms.sac.sac": (
+            "trainer.algorithms.sac.config",
+            "trainer.algorithms.sac.sac",
+        ),
         # Torch (the `torch` extra; imported only when asked for).
         "ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module": (
             "trainer.algorithms.sac.torch_module",

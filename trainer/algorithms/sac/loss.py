@@ -94,6 +94,10 @@ STAT_KEYS = (
     TD_ERROR_MEAN_KEY,
     QF_TWIN_LOSS_KEY,
 )
+#: RLlib's forward-pass keys of the critics' Q-values (`DefaultSACTorchRLModule`'s outputs,
+#: `ray.rllib.algorithms.sac.sac_learner`): Q_1(s, a) and the twin's Q_2(s, a).
+QF_PREDS = "qf_preds"
+QF_TWIN_PREDS = "qf_twin_preds"
 #: RLlib's optimizer names (each minimizes the loss "<name>_loss").
 POLICY, QF, QF_TWIN, ALPHA = "policy", "qf", "qf_twin", "alpha"
 #: The replay buffer's train-batch columns beyond RLlib's `Columns`: the importance weights,

@@ -44,7 +44,7 @@ from trainer.util.state_checks import (
 )
 
 if TYPE_CHECKING:
-    from trainer.algorithms.sac.sac import SACConfig
+    from trainer.algorithms.sac.config import SACConfig
 
 #: RLlib's SAC optimizers' eps (`SACTorchLearner.configure_optimizers_for_module`).
 ADAM_EPS = 1e-7

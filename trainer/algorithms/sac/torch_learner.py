@@ -74,7 +74,7 @@ from trainer.torch_rl.target_networks import update_target_network, with_target_
 from trainer.util.state_checks import StateError, require_float_array, require_int
 
 if TYPE_CHECKING:
-    from trainer.algorithms.sac.sac import SACConfig
+    from trainer.algorithms.sac.config import SACConfig
 
 #: RLlib's SAC optimizers' eps.
 ADAM_EPS = 1e-7

@@ -59,6 +59,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from trainer.algorithms.sac.loss import QF_PREDS, QF_TWIN_PREDS
 from trainer.algorithms.sac.numpy_inference import NumpySACInference
 from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian
 from trainer.capabilities import ACTION_SPACES
@@ -80,9 +81,8 @@ from trainer.torch_rl.networks import (  # (the activations and gains of TorchML
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
 
-#: RLlib's output keys (`ray.rllib.algorithms.sac.sac_learner`).
-QF_PREDS = "qf_preds"
-QF_TWIN_PREDS = "qf_twin_preds"
+#: RLlib's output keys (`ray.rllib.algorithms.sac.sac_learner`; the critics' Q-values,
+#: `QF_PREDS` and `QF_TWIN_PREDS`, are `loss.py`'s).
 QF_TARGET_NEXT = "q_target_next"
 Q_CURR = "q_curr"
 LOGP_RESAMPLED = "logp_resampled"
