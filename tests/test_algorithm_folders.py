@@ -12,6 +12,7 @@ aside: the generic layers hold no algorithm's code, even code its folder does no
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -97,37 +98,54 @@ def folder_names(package: str) -> tuple[str, set[str]]:
     return package, names
 
 
-def mentions(path: Path, package: str, names: set[str], root: Path = SOURCE_ROOT) -> list[str]:
-    """Where the code in `path` (under `root`) names the algorithm: "path:line what"."""
+@functools.cache
+def code_references(path: Path) -> tuple[tuple[int, str, str], ...]:
+    """What the code in `path` names, read once per file (every algorithm's check reads it):
+    `(line, kind, text)` with kind "name" (an identifier, an attribute, an imported name),
+    "from" (the module of a `from ... import`), "import" (the modules of an `import`, joined
+    by ", ") or "string" (a string constant, docstrings left out)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     docstrings = _docstrings(tree)
     found = []
-    relative = path.relative_to(root)
-
-    def within(module: str | None) -> bool:
-        return module is not None and (module == package or module.startswith(package + "."))
-
     for node in ast.walk(tree):
-        what = None
-        if isinstance(node, ast.Name) and node.id in names:
-            what = node.id
-        elif isinstance(node, ast.Attribute) and node.attr in names:
-            what = node.attr
-        elif isinstance(node, ast.ImportFrom) and within(node.module):
-            what = f"from {node.module} import"
-        elif isinstance(node, ast.Import) and any(within(a.name) for a in node.names):
-            what = "import " + ", ".join(a.name for a in node.names)
-        elif isinstance(node, ast.alias) and node.name in names:
-            what = node.name
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name):
+            found.append((line, "name", node.id))
+        elif isinstance(node, ast.Attribute):
+            found.append((line, "name", node.attr))
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            found.append((line, "from", node.module))
+        elif isinstance(node, ast.Import):
+            found.append((line, "import", ", ".join(alias.name for alias in node.names)))
+        elif isinstance(node, ast.alias):
+            found.append((line, "name", node.name))
         elif (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
             and id(node) not in docstrings
-            and (node.value in names or re.search(rf"{re.escape(package)}(?![\w])", node.value))
         ):
-            what = repr(node.value)
-        if what is not None:
-            found.append(f"{relative}:{getattr(node, 'lineno', '?')} {what}")
+            found.append((line, "string", node.value))
+    return tuple(found)
+
+
+def mentions(path: Path, package: str, names: set[str], root: Path = SOURCE_ROOT) -> list[str]:
+    """Where the code in `path` (under `root`) names the algorithm: "path:line what"."""
+    relative = path.relative_to(root)
+    in_string = re.compile(rf"{re.escape(package)}(?![\w])")
+    found = []
+
+    def within(module: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    for line, kind, text in code_references(path):
+        if kind == "name" and text in names:
+            found.append(f"{relative}:{line or '?'} {text}")
+        elif kind == "from" and within(text):
+            found.append(f"{relative}:{line or '?'} from {text} import")
+        elif kind == "import" and any(within(module) for module in text.split(", ")):
+            found.append(f"{relative}:{line or '?'} import {text}")
+        elif kind == "string" and (text in names or in_string.search(text)):
+            found.append(f"{relative}:{line or '?'} {text!r}")
     return found
 
 

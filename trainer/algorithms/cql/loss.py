@@ -1,6 +1,6 @@
 """CQL's loss (Kumar et al. 2020, "Conservative Q-Learning for Offline Reinforcement Learning",
 the CQL(H) variant), RLlib 2.60's (`CQLTorchLearner.compute_loss_for_module`), in numpy: SAC's
-loss (`trainer.algorithms.sac.loss.continuous_loss`) with CQL's critic term and, during the
+loss for Box actions (`trainer.algorithms.sac.loss`) with CQL's critic term and, during the
 first `bc_iters` training iterations, behaviour cloning as the policy's objective.
 `torch_loss.py` beside it has the same terms on tensors, with the same statistics.
 
@@ -31,30 +31,37 @@ critic's Q_1(s, a~) over the N policy draws per state (RLlib's `q_curr_repeat`).
   to its critic's outputs.
 - `behaviour_cloning_objective`: log pi(a|s) of the recorded actions, the policy's objective
   while it clones them, and its gradient.
-- `numpy_loss`: the whole loss on SAC's numpy module, forward and backward: SAC's
-  `continuous_loss` with `conservative_critic_term` (the draws, the critics' pass over the
-  recorded and the repeated rows, `conservative_critic_losses`, the critics' backward pass) and
-  the policy's objective.
+- `numpy_loss`: the whole loss on SAC's numpy module, forward and backward, from SAC's pieces
+  (`trainer.algorithms.sac.loss`): the policy's draws, the q-targets, `conservative_critic_term`
+  (the critics' pass over the recorded and the repeated rows, `conservative_critic_losses`, the
+  critics' backward pass), the policy's objective (`behaviour_cloning_objective` while cloning,
+  else `min_q_objective`) and SAC's policy and alpha losses, the policy's backward pass.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from trainer.algorithms.sac.loss import (
+    ALPHA,
+    POLICY,
     QF,
     QF_PREDS,
     QF_TWIN,
     QF_TWIN_PREDS,
-    ActorObjective,
-    CriticTerms,
     PolicyDraws,
+    ResampledQ,
     SACLoss,
-    continuous_loss,
-    min_q_objective,
+    alpha_loss,
+    draw_actions,
+    policy_gradient,
+    policy_loss,
+    q_targets,
+    statistics,
 )
 from trainer.algorithms.sac.sac_module import (
     LOG_STD_MAX,
@@ -168,6 +175,32 @@ def conservative_critic_losses(
 
 
 # -- the critic term and the policy objective on SAC's numpy module --------------------------
+@dataclass
+class CriticTerms:
+    """`conservative_critic_term`'s result, its backward pass done (each critic's gradient in
+    the module's gradient buffer)."""
+
+    #: Each critic's loss, by optimizer name ("qf", "qf_twin").
+    losses: dict[str, float]
+    td_error: np.ndarray
+    #: The term's own statistics (cql_loss).
+    stats: dict[str, Any]
+    #: The Q-values qf_mean, qf_max and qf_min describe.
+    q_stats: np.ndarray
+
+
+@dataclass
+class ActorObjective:
+    """What the policy's loss subtracts per row of s (`value`), and the gradients of
+    -mean(value): with respect to the resampled actions (`d_actions`) and directly to the
+    distribution's mean and log-std (None: none)."""
+
+    value: np.ndarray
+    d_actions: np.ndarray
+    d_mean: np.ndarray | None = None
+    d_log_std: np.ndarray | None = None
+
+
 def policy_draws(
     module: SACModule, rng: np.random.Generator, obs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -187,14 +220,14 @@ def conservative_critic_term(
     obs: np.ndarray,
     next_obs: np.ndarray,
     actions: np.ndarray,
-    q_targets: np.ndarray,
+    q_selected_target: np.ndarray,
     *,
     config: CQLConfig,
     rng: np.random.Generator,
     action_low: np.ndarray,
     action_high: np.ndarray,
 ) -> CriticTerms:
-    """CQL's critic term for SAC's `continuous_loss`: the random and the policy's draws, each
+    """CQL's critic term for `numpy_loss`: the random and the policy's draws, each
     critic's pass over the B recorded rows and the 3 N B repeated ones at once,
     `conservative_critic_losses`, and each critic's backward pass into its gradients."""
     size, n = len(obs), int(config.num_actions)
@@ -222,7 +255,7 @@ def conservative_critic_term(
         for draw, q_draw in zip(DRAWS, q_all[size:].reshape(3, size, n), strict=True):
             fwd_out[repeat_key(prefix, draw)] = q_draw
 
-    loss = conservative_critic_losses(fwd_out, q_targets, config)
+    loss = conservative_critic_losses(fwd_out, q_selected_target, config)
 
     # The backward passes: each critic's gradients, in its rows' order.
     gradients = loss.gradients
@@ -253,11 +286,22 @@ def behaviour_cloning_objective(
     # backward: d(-mean log pi(a|s)) / d mean and / d log_std.
     return ActorObjective(
         value=logp,
-        q_curr=None,
         d_actions=np.zeros_like(d_mean),
         d_mean=-d_mean / size,
         d_log_std=-d_log_std / size,
     )
+
+
+def min_q_objective(
+    module: SACModule, obs: np.ndarray, actions: np.ndarray, draws: PolicyDraws
+) -> ActorObjective:
+    """SAC's objective, after `bc_iters` iterations: q_curr = min_i Q_i(s, a~), whose gradient
+    (-1 / B per row) reaches the policy through the resampled actions only (`actions` unused)."""
+    size = draws.size
+    resampled = ResampledQ.forward(module, obs, draws.actions[:size])
+    q_curr = resampled.q_curr
+    d_q_curr = np.full(size, -1.0 / size, dtype=q_curr.dtype)
+    return ActorObjective(value=q_curr, d_actions=resampled.backward(d_q_curr))
 
 
 # -- the whole loss ----------------------------------------------------------------------------
@@ -276,51 +320,73 @@ def numpy_loss(
 ) -> SACLoss:
     """CQL's loss on the replay-style train batch of recorded transitions, forward and backward
     (each optimizer's gradient of its own loss left in the module's gradient buffer): SAC's
-    `continuous_loss` with `conservative_critic_term`, behaviour cloning for the policy while
-    `cloning`, and with `deterministic_backup` no entropy term in the q-targets. `target`: the
-    target critics; `rng`: the draws'; `action_low`, `action_high`: the action space's bounds
-    (the random actions')."""
+    terms with `conservative_critic_term`, behaviour cloning for the policy while `cloning`,
+    and with `deterministic_backup` no entropy term in the q-targets. `target`: the target
+    critics; `rng`: the draws'; `action_low`, `action_high`: the action space's bounds (the
+    random actions')."""
+    preprocess = module.spaces.preprocess
+    obs, next_obs = preprocess(batch["obs"]), preprocess(batch["next_obs"])
+    size = len(obs)
+    actions = np.asarray(batch["actions"], dtype=np.float32).reshape(size, -1)
+    alpha = math.exp(float(log_alpha[0]))
 
-    def critic_term(
-        module: SACModule,
-        obs: np.ndarray,
-        next_obs: np.ndarray,
-        actions: np.ndarray,
-        q_targets: np.ndarray,
-        weights: np.ndarray,
-    ) -> CriticTerms:
-        # (the weights, all 1 for recorded rows, unused)
-        return conservative_critic_term(
-            module,
-            obs,
-            next_obs,
-            actions,
-            q_targets,
-            config=config,
-            rng=rng,
-            action_low=action_low,
-            action_high=action_high,
-        )
+    # a~ ~ pi(.|s) and a' ~ pi(.|s'), from one pass of the policy over s then s'.
+    pi = draw_actions(module, rng, obs, next_obs)
+    log_pi, log_pi_next = pi.logp[:size], pi.logp[size:]
 
-    return continuous_loss(
-        batch,
+    # q-targets y (no gradient): the target critics' value of s' (its soft value without
+    # deterministic_backup).
+    v_next = target.q_values(next_obs, pi.actions[size:])
+    if not config.deterministic_backup:
+        v_next = v_next - alpha * log_pi_next
+    y = q_targets(batch, v_next)
+
+    # qf_loss_i (with its conservative term) and td_error; backward into each critic's
+    # gradients. (The weights, all 1 for recorded rows, unused.)
+    critic = conservative_critic_term(
         module,
-        target,
-        log_alpha,
-        target_entropy,
-        rng,
-        critic_term=critic_term,
-        actor_term=behaviour_cloning_objective if cloning else min_q_objective,
-        soft_backup=not config.deterministic_backup,
+        obs,
+        next_obs,
+        actions,
+        y,
+        config=config,
+        rng=rng,
+        action_low=action_low,
+        action_high=action_high,
     )
+
+    # policy_loss = mean(alpha log pi(a~|s) - objective); backward into the policy's gradients,
+    # through a~, log pi(a~|s) and the objective's direct gradients.
+    objective = (behaviour_cloning_objective if cloning else min_q_objective)(
+        module, obs, actions, pi
+    )
+    policy = policy_loss(alpha, log_pi, objective.value)
+    d_dist_inputs = policy_gradient(
+        pi, policy.d_logp, objective.d_actions, objective.d_mean, objective.d_log_std
+    )
+    module.policy_backward(pi.cache, d_dist_inputs)
+
+    # alpha_loss.
+    alpha_loss_value, d_log_alpha = alpha_loss(log_alpha, target_entropy, log_pi)
+
+    losses = {**critic.losses, POLICY: policy.loss, ALPHA: alpha_loss_value}
+    # SAC's statistics, with the critic term's own and of the Q-values it chose.
+    q_stats, extra = critic.q_stats, critic.stats
+    stats = statistics(
+        losses, alpha, log_alpha, target_entropy, log_pi, q_stats, critic.td_error, extra
+    )
+    return SACLoss(losses, critic.td_error, stats, d_log_alpha)
 
 
 __all__ = [
     "CQL_LOSS_KEY",
+    "ActorObjective",
     "ConservativeCriticLosses",
+    "CriticTerms",
     "behaviour_cloning_objective",
     "conservative_critic_losses",
     "conservative_critic_term",
     "logsumexp_rows",
+    "min_q_objective",
     "numpy_loss",
 ]

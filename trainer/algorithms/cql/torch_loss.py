@@ -23,16 +23,18 @@ from trainer.algorithms.cql.loss import (
     LOGPS_NEXT_REPEAT,
     repeat_key,
 )
-from trainer.algorithms.sac.loss import ALPHA_LOSS_KEY, QF_LOSS_KEY, QF_TWIN_LOSS_KEY
-from trainer.algorithms.sac.torch_loss import TorchSACLoss, statistics
-from trainer.algorithms.sac.torch_module import (
+from trainer.algorithms.sac.loss import (
+    ALPHA_LOSS_KEY,
     LOGP_NEXT_RESAMPLED,
     LOGP_RESAMPLED,
     Q_CURR,
+    QF_LOSS_KEY,
     QF_PREDS,
     QF_TARGET_NEXT,
+    QF_TWIN_LOSS_KEY,
     QF_TWIN_PREDS,
 )
+from trainer.algorithms.sac.torch_loss import TorchSACLoss, statistics
 from trainer.compat.rllib_utils import Columns
 from trainer.core.learner import POLICY_LOSS_KEY
 

@@ -3,7 +3,8 @@
     config.py          SACConfig: its settings, and its classes by import path (learners,
                        default modules: `AlgorithmClasses`)
     sac.py             SAC: the algorithm (DQN's off-policy training step)
-    loss.py            its losses in numpy, each term's forward and backward pass
+    loss.py            its losses in numpy: the terms on the module's outputs with their
+                       gradients, and the passes through the numpy module around them
     torch_loss.py      the same losses on tensors (autograd differentiates them)
     sac_learner.py     SACLearner: the numpy learner (optimizers, target critics)
     sac_module.py      SACModule: the default numpy module (policy, twin critics) and the

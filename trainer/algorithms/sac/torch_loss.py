@@ -18,32 +18,30 @@ import torch
 from torch.nn import functional
 
 from trainer.algorithms.sac.loss import (
-    ALPHA_LOSS_KEY,
-    ALPHA_VALUE_KEY,
-    DISCOUNTS,
-    LOG_ALPHA_VALUE_KEY,
-    LOGPS_KEY,
-    N_STEP,
-    QF_LOSS_KEY,
-    QF_MAX_KEY,
-    QF_MEAN_KEY,
-    QF_MIN_KEY,
-    QF_TWIN_LOSS_KEY,
-    TARGET_ENTROPY_KEY,
-    TD_ERROR_MEAN_KEY,
-    WEIGHTS,
-)
-from trainer.algorithms.sac.torch_module import (
     ACTION_LOG_PROBS,
     ACTION_LOG_PROBS_NEXT,
     ACTION_PROBS,
     ACTION_PROBS_NEXT,
+    ALPHA_LOSS_KEY,
+    ALPHA_VALUE_KEY,
+    DISCOUNTS,
+    LOG_ALPHA_VALUE_KEY,
     LOGP_NEXT_RESAMPLED,
     LOGP_RESAMPLED,
+    LOGPS_KEY,
+    N_STEP,
     Q_CURR,
+    QF_LOSS_KEY,
+    QF_MAX_KEY,
+    QF_MEAN_KEY,
+    QF_MIN_KEY,
     QF_PREDS,
     QF_TARGET_NEXT,
+    QF_TWIN_LOSS_KEY,
     QF_TWIN_PREDS,
+    TARGET_ENTROPY_KEY,
+    TD_ERROR_MEAN_KEY,
+    WEIGHTS,
 )
 from trainer.compat.rllib_utils import Columns
 from trainer.core.learner import POLICY_LOSS_KEY
@@ -78,7 +76,7 @@ def continuous_loss(
     target_entropy: torch.Tensor,
     gamma: float,
 ) -> TorchSACLoss:
-    """SAC's loss for Box actions (`loss.continuous_loss`'s terms): `log_alpha` the trained
+    """SAC's loss for Box actions (`loss.continuous_loss_terms`' terms): `log_alpha` the trained
     log-temperature (shape (1,)), `gamma` the discount (where the batch has no `discounts`)."""
     alpha = torch.exp(log_alpha)
 
@@ -120,7 +118,7 @@ def discrete_loss(
     target_entropy: torch.Tensor,
     gamma: float,
 ) -> TorchSACLoss:
-    """SAC's loss for Discrete actions (`loss.discrete_loss`'s terms; see
+    """SAC's loss for Discrete actions (`loss.discrete_loss_terms`' terms; see
     `continuous_loss`). With twin_q=False it trains (RLlib's reads the twin's Q-values
     unconditionally)."""
     alpha = torch.exp(log_alpha)

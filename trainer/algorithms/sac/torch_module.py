@@ -59,7 +59,20 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.algorithms.sac.loss import QF_PREDS, QF_TWIN_PREDS
+# (RLlib's output keys, `ray.rllib.algorithms.sac.sac_learner`'s: `loss.py`'s)
+from trainer.algorithms.sac.loss import (
+    ACTION_DIST_INPUTS_NEXT,
+    ACTION_LOG_PROBS,
+    ACTION_LOG_PROBS_NEXT,
+    ACTION_PROBS,
+    ACTION_PROBS_NEXT,
+    LOGP_NEXT_RESAMPLED,
+    LOGP_RESAMPLED,
+    Q_CURR,
+    QF_PREDS,
+    QF_TARGET_NEXT,
+    QF_TWIN_PREDS,
+)
 from trainer.algorithms.sac.numpy_inference import NumpySACInference
 from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian
 from trainer.capabilities import ACTION_SPACES
@@ -80,18 +93,6 @@ from trainer.torch_rl.networks import (  # (the activations and gains of TorchML
 )
 from trainer.torch_rl.numpy_twin import linear_names, mlp_names
 from trainer.torch_rl.rl_module import TorchRLModule
-
-#: RLlib's output keys (`ray.rllib.algorithms.sac.sac_learner`; the critics' Q-values,
-#: `QF_PREDS` and `QF_TWIN_PREDS`, are `loss.py`'s).
-QF_TARGET_NEXT = "q_target_next"
-Q_CURR = "q_curr"
-LOGP_RESAMPLED = "logp_resampled"
-LOGP_NEXT_RESAMPLED = "logp_next_resampled"
-ACTION_DIST_INPUTS_NEXT = "action_dist_inputs_next"
-ACTION_PROBS = "action_probs"
-ACTION_LOG_PROBS = "action_log_probs"
-ACTION_PROBS_NEXT = "action_probs_next"
-ACTION_LOG_PROBS_NEXT = "action_log_probs_next"
 
 #: The key SACConfig adds to the module's model config (`_model_config_auto_includes`).
 SAC_MODEL_KEYS: dict[str, Any] = {"twin_q": True}
