@@ -58,8 +58,10 @@ def _deterministic(result: dict) -> dict:
     return out
 
 
-def _run(backend: str) -> dict:
-    steps = create_named_object("steps", Counter)
+def _run(backend: str, steps) -> dict:
+    """A seeded run on `backend`; `steps` is the named object "steps", created before the build
+    (it outlives the algorithm: the test's two runs share it, each counting from its reading)."""
+    counted_before = steps.get()
     config = (
         # One training EnvRunner (test_a_seeded_multi_agent_run_is_the_same_on_both_backends
         # has two) and one evaluation EnvRunner: each a worker process or a Ray actor.
@@ -80,34 +82,34 @@ def _run(backend: str) -> dict:
         )
         .debugging(seed=7)
     )
-    try:
-        with config.build() as algo:
-            results = [_deterministic(algo.train()) for _ in range(ITERATIONS)]
-            group = algo.env_runner_group
-            weights = algo.get_weights()
-            return {
-                "results": results,
-                "tasks": group.foreach_env_runner(
-                    lambda runner: runner.get_tasks(), local_env_runner=False
-                ),
-                "env_levels": group.foreach_env_runner(
-                    lambda runner: runner.foreach_env(lambda env: env.get_task()),
-                    local_env_runner=False,
-                ),
-                # Weight sync: every runner holds the learner's weights after train().
-                "synced": [
-                    all(np.array_equal(w[name], weights[name]) for name in weights)
-                    for w in group.foreach_env_runner(lambda runner: runner.get_weights())
-                ],
-                "steps_counted": steps.get(),
-                "weights": {name: value.tolist() for name, value in weights.items()},
-            }
-    finally:
-        shutdown_named_objects()  # created before build(): it outlives the algorithm
+    with config.build() as algo:
+        results = [_deterministic(algo.train()) for _ in range(ITERATIONS)]
+        group = algo.env_runner_group
+        weights = algo.get_weights()
+        return {
+            "results": results,
+            "tasks": group.foreach_env_runner(
+                lambda runner: runner.get_tasks(), local_env_runner=False
+            ),
+            "env_levels": group.foreach_env_runner(
+                lambda runner: runner.foreach_env(lambda env: env.get_task()),
+                local_env_runner=False,
+            ),
+            # Weight sync: every runner holds the learner's weights after train().
+            "synced": [
+                all(np.array_equal(w[name], weights[name]) for name in weights)
+                for w in group.foreach_env_runner(lambda runner: runner.get_weights())
+            ],
+            "steps_counted": steps.get() - counted_before,
+            "weights": {name: value.tolist() for name, value in weights.items()},
+        }
 
 
 def test_a_seeded_run_is_the_same_on_both_backends():
-    on_processes, on_ray = _run("processes"), _run("ray")
+    # One named actor for both runs (each Ray actor is a Ray worker process to start); the
+    # `no_named_object_left` fixture ends it.
+    steps = create_named_object("steps", Counter)
+    on_processes, on_ray = _run("processes", steps), _run("ray", steps)
     # It ran what it says: custom metrics from the chain, curriculum, evaluation, named objects.
     last = on_processes["results"][-1]
     # The last iteration's episodes ran on the task the one before set (its number).

@@ -1,8 +1,10 @@
 """Exported policies (`python -m trainer export`, `Algorithm.export_policy_model`,
-`export_model`) from real checkpoints, written by training through EnvRunner processes: the
-ONNX graph (in onnxruntime) and the numpy export (its standalone reader) compute the module's
-own outputs, a MeanStdFilter folded in; each solves CartPole in a process that imports neither
-this package nor torch; bad input is refused with a message naming the setting."""
+`export_model`) from real checkpoints, written by training (through an EnvRunner process for
+the numpy modules, DQN and SAC; the torch PPO modules sample in this process, which spares each
+a worker that imports torch): the ONNX graph (in onnxruntime) and the numpy export (its
+standalone reader) compute the module's own outputs, a MeanStdFilter folded in; each solves
+CartPole in a process that imports neither this package nor torch; bad input is refused with a
+message naming the setting."""
 
 import importlib.util
 import json
@@ -33,19 +35,19 @@ def _ppo_numpy():
 
 
 def _ppo_torch():
-    return small_ppo(1).framework("torch").rl_module(model_config=_SMALL)
+    return small_ppo(0).framework("torch").rl_module(model_config=_SMALL)
 
 
 def _ppo_lstm():
     return (
-        small_ppo(1)
+        small_ppo(0)
         .framework("torch")
         .rl_module(model_config={"fcnet_hiddens": [16], "use_lstm": True, "lstm_cell_size": 8})
     )
 
 
 def _ppo_pendulum_torch():  # a Box action space, log-stds clipped as the torch head clips them
-    return small_ppo(1, env="Pendulum-v1").framework("torch").rl_module(model_config=_SMALL)
+    return small_ppo(0, env="Pendulum-v1").framework("torch").rl_module(model_config=_SMALL)
 
 
 def _dqn():
@@ -86,7 +88,8 @@ CASES = {
 
 
 def _checkpoint(tmp_path_factory, make_config) -> str:
-    """A checkpoint of one training iteration through one EnvRunner process."""
+    """A checkpoint of one training iteration of `make_config()` (one EnvRunner process, or
+    none for the torch PPO modules)."""
     path = str(tmp_path_factory.mktemp("checkpoint"))
     with make_config().debugging(seed=3).build() as algo:
         algo.train()

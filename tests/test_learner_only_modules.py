@@ -57,11 +57,13 @@ class NotSelfSupervised(TorchRLModule):
         self.net = torch.nn.Linear(4, 4)
 
 
-def _config(predictor=NextObservationPredictor, **overrides):
+def _config(predictor=NextObservationPredictor, num_env_runners=1):
+    """PPO on CartPole beside the learner-only `predictor`, sampling through `num_env_runners`
+    EnvRunner processes (0: in this process, for a test that samples nothing or need not)."""
     return (
         PPOConfig()
         .environment("CartPole-v1")
-        .env_runners(num_env_runners=1)
+        .env_runners(num_env_runners=num_env_runners)
         .training(train_batch_size=400, minibatch_size=100, num_epochs=2)
         .rl_module(
             rl_module_spec=MultiRLModuleSpec(
@@ -102,7 +104,7 @@ def test_a_learner_only_module_trains_on_ppos_minibatches_and_checkpoints(tmp_pa
         moments = predictor.get_state()["optimizer"]
     finally:
         algo.stop()
-    restored = _config().build()
+    restored = _config(num_env_runners=0).build()  # the learner's state is what it restores
     try:
         restored.restore_from_path(tmp_path / "checkpoint")
         again = restored.learner.learner_only_learners[PREDICTOR]
@@ -120,7 +122,7 @@ def test_a_learner_only_module_trains_on_ppos_minibatches_and_checkpoints(tmp_pa
 
 @pytest.mark.slow
 def test_a_learner_state_without_the_learner_only_module_is_refused_changing_nothing():
-    algo = _config().build()
+    algo = _config(num_env_runners=0).build()
     try:
         state = algo.learner.get_state()
         before = algo.learner.learner_only_learners[PREDICTOR].get_state()["module"]
@@ -272,8 +274,9 @@ def test_the_curiosity_learner_trains_the_model_and_learns_from_its_rewards(tmp_
 
 @pytest.mark.slow
 def test_the_curiosity_learner_names_the_settings_it_needs():
+    config = _curiosity_config(forward_loss_weight=0.2).env_runners(num_env_runners=0)
     with pytest.raises(KeyError, match="intrinsic_reward_coeff"):
-        _curiosity_config(forward_loss_weight=0.2).build()
+        config.build()
 
 
 class _Noop(ConnectorV2):
