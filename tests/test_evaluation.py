@@ -399,3 +399,16 @@ def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back()
     expected = min(max(before), learner_blas_threads(1))
     assert during and all(n == expected for n in during[0])
     assert blas_threads() == before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="Linux's scheduling classes")
+def test_sequential_rounds_runners_run_at_normal_priority():
+    """A sequential round's evaluation runners are not in the idle class: training waits for
+    them, and there any other busy process on the machine would starve them."""
+    algo = eval_ppo(evaluation_interval=1, evaluation_num_env_runners=1).build()
+    try:
+        pids = algo.eval_env_runner_group.remote_pids().values()
+        assert [os.sched_getscheduler(pid) for pid in pids] == [os.SCHED_OTHER]
+        assert algo.train()["evaluation"]["env_runners"]["num_episodes"] > 0
+    finally:
+        algo.stop()

@@ -401,9 +401,13 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         parallel; then `state_for(index)` and a ping to each.
         Returns the init replies and the failures. The init replies must come within
         `timeout`, the state's and ping's within `state_timeout` more."""
-        # Evaluation runners run in the background: in parallel evaluation they take the cycles
-        # the training processes leave idle instead of slowing training.
-        background = bool(self.config.in_evaluation)
+        # Evaluation runners in parallel to training run in the background: they take the
+        # cycles the training processes leave idle instead of slowing training. A sequential
+        # round's runners run at normal priority: training waits for them, and in the idle
+        # class any other busy process on the machine would starve them.
+        background = bool(
+            self.config.in_evaluation and self.config.evaluation_parallel_to_training
+        )
         sent: list[int] = []
         failures: dict[int, Failure] = {}
 
