@@ -395,3 +395,15 @@ def test_without_validation_the_runners_that_started_train(failing):
             i for i in (1, 2, 3) if i != failing
         ]
         algo.train()
+
+
+def test_the_next_test_of_a_suite_forks_from_the_same_template(monkeypatch):
+    """pytest renames the running test in `PYTEST_CURRENT_TEST` for each test: that does not
+    make the template stale (a user's test suite would otherwise start one per test)."""
+    with small_ppo(1).build():
+        pass
+    before = template_pid()
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/test_next.py::test_next (call)")
+    with small_ppo(1).build() as algo:
+        algo.train()
+        assert template_pid() == before

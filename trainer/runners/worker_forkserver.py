@@ -187,6 +187,10 @@ def worker_environment() -> dict[str, str]:
 SELF_SET_VARIABLES = frozenset(
     {"KMP_DUPLICATE_LIB_OK", "TORCHINDUCTOR_CACHE_DIR", "CRC32C_SW_MODE"}
 )
+#: Environment variables a test runner changes between the calls it makes in one process, which
+#: no worker reads: pytest names the running test in `PYTEST_CURRENT_TEST`. Counted, every test
+#: of a suite that builds EnvRunners would start a fresh template (and import torch again).
+TEST_RUNNER_VARIABLES = frozenset({"PYTEST_CURRENT_TEST"})
 
 
 def _environment_key() -> tuple:
@@ -197,7 +201,11 @@ def _environment_key() -> tuple:
     except OSError:  # the working directory was deleted
         cwd = None
     return tuple(
-        sorted(item for item in os.environ.items() if item[0] not in SELF_SET_VARIABLES)
+        sorted(
+            item
+            for item in os.environ.items()
+            if item[0] not in SELF_SET_VARIABLES | TEST_RUNNER_VARIABLES
+        )
     ), cwd
 
 
