@@ -151,12 +151,42 @@ def _impala_run(config_name: str, framework: str) -> Callable[[], Outcome]:
     return run
 
 
+def _two_agent_run(config_name: str) -> Callable[[], Outcome]:
+    """tests/test_impala.py's `two_agent_cartpole`, seed 0: a module per agent on 2-agent
+    CartPole to a summed mean return of 200 within 90 s."""
+
+    def run() -> Outcome:
+        from test_impala import two_agent_cartpole
+
+        from trainer.algorithms.appo import APPOConfig
+        from trainer.algorithms.impala import IMPALAConfig
+
+        config_class = IMPALAConfig if config_name == "IMPALA" else APPOConfig
+        return _trained_to(two_agent_cartpole(config_class), 200, seconds=90)
+
+    return run
+
+
 def _recurrent_appo() -> Outcome:
     """APPO with an LSTM (torch) on CartPole to a mean return of 60 (about 22 at random)
     within 90 s."""
     from test_impala import recurrent_appo_cartpole
 
     return _trained_to(recurrent_appo_cartpole(seed=0), 60, seconds=90)
+
+
+def _dict_action_run(config_name: str, framework: str) -> Callable[[], Outcome]:
+    """tests/test_action_spaces.py's TargetEnv (a Dict action: Discrete, MultiDiscrete and Box
+    leaves), seed 0, lr 0.002, iterations of 0.5 s: a mean return of 22 (about 10 at random)
+    within 120 s."""
+
+    def run() -> Outcome:
+        from test_action_spaces import asynchronous_dict_action_config
+
+        config = asynchronous_dict_action_config(config_name, framework, lr=0.002)
+        return _trained_to(config.reporting(min_time_s_per_iteration=0.5), 22, seconds=120)
+
+    return run
 
 
 # -- torch: LSTM, CNN, multi-agent LSTM --------------------------------------------------------
@@ -256,6 +286,14 @@ def _multi_agent_dqn() -> Outcome:
     return Outcome(
         passed, _steps(result), f"first {first_return:.1f}, best {best:.1f} (target 150, 3x)"
     )
+
+
+def _distributional_dqn() -> Outcome:
+    """tests/test_dqn_distributional.py's `learning_config` (51 atoms, an EnvRunner process),
+    seed 0: CartPole to a mean return of 150 within 40 iterations of 1000 env steps."""
+    from test_dqn_distributional import learning_config
+
+    return _trained_to(learning_config(), 150, iterations=40)
 
 
 # -- offline: IQL and CQL on the recorded continuous bandit ---------------------------------------
@@ -400,11 +438,40 @@ TARGETS = [
         for name in ("IMPALA", "IMPALA-torch", "APPO-torch")
     ),
     Target(
+        "APPO-cartpole",
+        "APPO (numpy) on CartPole, 2 EnvRunner processes sampling while the learner thread learns",
+        "a mean return of 150 within 60 s",
+        "tests/test_impala.py::test_learns_cartpole_while_the_env_runners_sample[APPO]",
+        _impala_run("APPO", "numpy"),
+    ),
+    *(
+        Target(
+            f"multi-agent-{name.lower()}-cartpole",
+            f"{name} (numpy), a module per agent on 2-agent CartPole, 1 EnvRunner process",
+            "a summed mean return of 200 within 90 s",
+            "tests/test_impala.py::test_multi_agent_modules_learn_each_on_their_agents_steps"
+            f"[{name}]",
+            _two_agent_run(name),
+        )
+        for name in ("IMPALA", "APPO")
+    ),
+    Target(
         "recurrent-appo-cartpole",
         "APPO with an LSTM (torch) on CartPole, 1 EnvRunner process",
         "a mean return of 60 within 90 s",
         "tests/test_impala.py::test_a_recurrent_appo_starts_learning_a_task_only_memory_solves",
         _recurrent_appo,
+    ),
+    *(
+        Target(
+            f"{name.lower()}-dict-action",
+            f"{name.split('-')[0]} ({'torch' if name.endswith('torch') else 'numpy'}) on a Dict "
+            "action (Discrete, MultiDiscrete, Box leaves), 1 EnvRunner process",
+            "a mean return of 22 within 120 s",
+            f"tests/test_action_spaces.py::test_asynchronous_algorithms_learn_a_dict_action[{name}]",
+            _dict_action_run(name.split("-")[0], "torch" if name.endswith("torch") else "numpy"),
+        )
+        for name in ("APPO", "IMPALA-torch")
     ),
     Target(
         "lstm-ppo-stateless-cartpole",
@@ -447,6 +514,13 @@ TARGETS = [
         "a summed mean return of 150 and 3x the first iteration's within 12 iterations",
         "tests/test_multi_agent_dqn.py::test_two_policies_learn_with_env_runner_processes",
         _multi_agent_dqn,
+    ),
+    Target(
+        "distributional-dqn-cartpole",
+        "DQN with num_atoms=51 (numpy) on CartPole, 1 EnvRunner process",
+        "a mean return of 150 within 40 iterations of 1000 env steps",
+        "tests/test_dqn_distributional.py::test_distributional_dqn_starts_learning_cartpole",
+        _distributional_dqn,
     ),
     *(
         Target(

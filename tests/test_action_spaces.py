@@ -200,11 +200,13 @@ def test_ppo_learns_every_leaf_of_a_dict_action(framework, tmp_path):
         PPOConfig()
         .environment(TargetEnv)
         .framework(framework)
-        .env_runners(num_env_runners=1, num_envs_per_env_runner=4)
+        # Training samples in an EnvRunner process; evaluation runs on the local EnvRunner
+        # (its envs: create_env_on_local_worker), sparing an evaluation process.
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=4, create_env_on_local_worker=True)
         .training(train_batch_size_per_learner=1000, minibatch_size=250, num_epochs=6, lr=0.003)
         # (Tuned with separate policy and value networks.)
         .rl_module(model_config={"fcnet_hiddens": [32], "vf_share_layers": False})
-        .evaluation(evaluation_num_env_runners=1, evaluation_duration=4)
+        .evaluation(evaluation_duration=4)
         .debugging(seed=0)
     )
     algo = config.build()
@@ -231,37 +233,49 @@ def test_ppo_learns_every_leaf_of_a_dict_action(framework, tmp_path):
         restored.stop()
 
 
-@pytest.mark.parametrize(
-    "algorithm, framework", [("APPO", "numpy"), ("IMPALA", "torch")], ids=["APPO", "IMPALA-torch"]
-)
-@pytest.mark.slow
-def test_asynchronous_algorithms_learn_a_dict_action(algorithm, framework):
-    """APPO's and IMPALA's learners (V-trace over the summed log-likelihoods) on the same
-    Dict action, with an EnvRunner process sampling while the learner thread learns."""
-    if framework == "torch":
-        pytest.importorskip("torch")
+def asynchronous_dict_action_config(algorithm: str, framework: str, lr: float = 0.002):
+    """APPO or IMPALA on TargetEnv, an EnvRunner process of 8 envs sampling (seed 0).
+    bench/learning_targets.py trains it at lr 0.002 to a mean return of 22 within 120 s."""
     from trainer.algorithms.appo import APPOConfig
     from trainer.algorithms.impala import IMPALAConfig
 
     config_class = APPOConfig if algorithm == "APPO" else IMPALAConfig
-    config = (
+    return (
         config_class()
         .environment(TargetEnv)
         .framework(framework)
         .env_runners(num_env_runners=1, num_envs_per_env_runner=8)
-        .training(train_batch_size_per_learner=400, lr=0.002, entropy_coeff=0.0)
+        .training(train_batch_size_per_learner=400, lr=lr, entropy_coeff=0.0)
         # (Tuned with separate policy and value networks.)
         .rl_module(model_config={"fcnet_hiddens": [32], "vf_share_layers": False})
-        .reporting(min_time_s_per_iteration=0.5)
         .debugging(seed=0)
     )
+
+
+@pytest.mark.parametrize(
+    "algorithm, framework, lr",
+    [("APPO", "numpy", 0.002), ("IMPALA", "torch", 0.005)],
+    ids=["APPO", "IMPALA-torch"],
+)
+@pytest.mark.slow
+def test_asynchronous_algorithms_learn_a_dict_action(algorithm, framework, lr):
+    """APPO's and IMPALA's learners (V-trace over the summed log-likelihoods) on the same
+    Dict action, with an EnvRunner process sampling while the learner thread learns: within
+    6 iterations of 8000 env steps (the learner queue holds the sampling back to the learner's
+    pace) the mean return rises from random play's ~10 to 17."""
+    if framework == "torch":
+        pytest.importorskip("torch")
+    config = asynchronous_dict_action_config(algorithm, framework, lr)
+    config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=8000)
     algo = config.build()
     try:
-        returns, result = train_until(algo, 22, seconds=120)
+        returns, result = train_until(algo, 17, seconds=120, iterations=6)
         greedy = algo.compute_single_action(np.eye(3, dtype=np.float32)[2], explore=False)
     finally:
         algo.stop()
-    assert max(returns) >= 22, returns  # about 10 at random
+    # Seeds 0-2 (seed 0 alike with both cores busy): 17 passed at the 4th iteration (APPO) or
+    # the 3rd (IMPALA); after 6, about 21 (APPO) and 25 (IMPALA). With lr=0: 9.7 throughout.
+    assert max(returns) >= 17, returns  # about 10 at random
     assert TargetEnv().action_space.contains(greedy)
     assert math.isfinite(result["learners"]["default_policy"]["total_loss"])
 
@@ -358,14 +372,14 @@ def test_the_envrunner_takes_the_actions_a_module_draws_itself():
     config = (
         PPOConfig()
         .environment("CartPole-v1")
-        .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
         .rl_module(rl_module_spec=RLModuleSpec(module_class=AlwaysOne))
         .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
     )
     algo = config.build()
     try:
         episodes = algo.env_runner_group.foreach_env_runner(
-            lambda runner: runner.sample(num_timesteps=40), local_env_runner=False
+            lambda runner: runner.sample(num_timesteps=40), local_env_runner=True
         )[0]
     finally:
         algo.stop()
@@ -387,7 +401,7 @@ def test_rllibs_autoregressive_module_acts_in_its_tuple_space_and_trains():
     config = (
         PPOConfig()
         .environment(CorrelatedActionsEnv)
-        .env_runners(num_env_runners=1)
+        .env_runners(num_env_runners=0)
         .rl_module(rl_module_spec=RLModuleSpec(module_class=AutoregressiveActionsRLM))
         .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=2)
     )

@@ -17,7 +17,6 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import train_until
 from test_launcher import run_script
 
 from trainer import Algorithm, MultiRLModuleSpec, RLModuleSpec
@@ -295,20 +294,24 @@ def _check_the_learner_thread_result(result, seq_nos):
 )
 @pytest.mark.slow
 def test_learns_cartpole_while_the_env_runners_sample(config_class, training, framework):
-    """The numpy APPO learner to a mean return of 150 within 60 s.
-    bench/learning_targets.py runs IMPALA's and the torch learners to the same target."""
-    algo = _cartpole(config_class, **training).framework(framework).build()
+    """The numpy APPO learner, 4 iterations of 2000 env steps (the learner queue holds the
+    sampling back to the learner's pace): the weights go out after every few updates (seq
+    number 14-15 at the end), and the mean return rises well above the first iteration's
+    (random play: about 22; seeds 0-4: the best of iterations 2-4 1.6-2.1 times the first's;
+    with lr=0 at most 1.13 times). bench/learning_targets.py runs it, IMPALA's and the torch
+    learners to a mean return of 150 within 60 s."""
+    config = _cartpole(config_class, **training).framework(framework)
+    algo = config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=2000)
+    algo = algo.build()
     try:
-        best = -math.inf
-        seq_nos = []
-        deadline = time.monotonic() + 60
-        while best < 150 and time.monotonic() < deadline:
+        returns, seq_nos = [], []
+        for _ in range(4):
             result = algo.train()
-            best = max(best, result["env_runners"].get("episode_return_mean", -math.inf))
+            returns.append(result["env_runners"].get("episode_return_mean", math.nan))
             seq_nos.append(result["env_runners"]["weights_seq_no"])
     finally:
         algo.stop()
-    assert best >= 150, best
+    assert max(returns[1:]) >= 1.4 * returns[0], returns
     _check_the_learner_thread_result(result, seq_nos)
     assert seq_nos[-1] >= 10
 
@@ -420,13 +423,11 @@ def _policy_of_agent(agent_id, episode, **kwargs):
     return f"p{agent_id}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("config_class", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
-def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_path):
-    """Two agents, one module each (RLlib's multi-agent CartPole APPO example's mapping): both
-    modules learn from their own agent's steps, their weights go out together, and a
-    checkpoint restores each module's learner (APPO: its target network too)."""
-    config = (
+def two_agent_cartpole(config_class, seed: int = 0):
+    """Two agents, one module each (RLlib's multi-agent CartPole APPO example's mapping), 1
+    EnvRunner process with 4 sub-envs: the summed mean return (about 45 at random) passes 200
+    within 90 s (bench/learning_targets.py)."""
+    return (
         config_class()
         .environment(MultiAgentCartPole, env_config={"num_agents": 2})
         .env_runners(num_env_runners=1, num_envs_per_env_runner=4)
@@ -434,19 +435,33 @@ def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_
         .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=_policy_of_agent)
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
         .reporting(min_time_s_per_iteration=0.5)
-        .debugging(seed=0)
+        .debugging(seed=seed)
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_class", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
+def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_path):
+    """`two_agent_cartpole`, seed 2, 3 iterations of 4000 env steps: both modules learn from
+    their own agent's steps (the summed mean return reaches twice random play's 45: IMPALA
+    123, APPO 112; at lr=0 46), their weights go out together, and a checkpoint restores each
+    module's learner (APPO: its target network too)."""
+    config = two_agent_cartpole(config_class, seed=2).reporting(
+        min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=4000
     )
     algo = config.build()
     try:
-        # (returns summed over the 2 agents: about 45 at random)
-        returns, result = train_until(algo, 200, seconds=90)
+        returns = []
+        for _ in range(3):
+            result = algo.train()
+            returns.append(result["env_runners"]["episode_return_mean"])
         learners = result["learners"]
         weights = algo.get_weights()
         path = algo.save_to_path(str(tmp_path / "ckpt"))
         saved = algo.get_state(components="learner")["learner"]
     finally:
         algo.stop()
-    assert max(returns) >= 200, returns
+    assert max(returns) >= 90, returns
     for module_id in ("p0", "p1"):
         assert math.isfinite(learners[module_id]["total_loss"])
         assert learners[module_id]["num_module_steps_trained"] > 0

@@ -425,9 +425,11 @@ def _offline_config(data: Path, config_class: type = BCConfig) -> BCConfig:
         .offline_data(input_=f"local://{data}", dataset_num_iters_per_learner=10)
         .training(train_batch_size_per_learner=256, lr=3e-3)
         .rl_module(model_config={"fcnet_hiddens": [32]})
+        # Evaluated on the local EnvRunner (evaluation runner processes: the launcher tests'
+        # script below).
         .evaluation(
             evaluation_interval=6,
-            evaluation_num_env_runners=1,
+            evaluation_num_env_runners=0,
             evaluation_duration=5,
             evaluation_config={"explore": False},
         )
@@ -698,16 +700,15 @@ def test_ppo_warm_starts_from_a_bc_module_checkpoint(tmp_path):
     assert os.path.isdir(module_path)
 
     def ppo(spec: RLModuleSpec | None) -> Algorithm:
+        # Never trained: the local EnvRunner evaluates, greedily (evaluate() without
+        # evaluation runners samples there, with its settings).
         config = (
             PPOConfig()
             .environment("CartPole-v1")
             .framework("torch")
+            .env_runners(num_env_runners=0, explore=False)
             .rl_module(model_config=model)
-            .evaluation(
-                evaluation_num_env_runners=1,
-                evaluation_duration=5,
-                evaluation_config={"explore": False},
-            )
+            .evaluation(evaluation_duration=5)
             .debugging(seed=0)
         )
         if spec is not None:

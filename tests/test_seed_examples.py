@@ -1,5 +1,6 @@
 """The callbacks doc's examples, run as a user runs them: a script (unguarded top-level code, as in
-the docs) in a fresh interpreter, with only the imports changed."""
+the docs) in a fresh interpreter, with the imports changed and, where a script's header says so,
+fewer iterations or less SGD per iteration (what the tests check does not depend on learning)."""
 
 import math
 import re

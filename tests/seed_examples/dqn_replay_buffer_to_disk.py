@@ -1,4 +1,6 @@
-# The callbacks doc's "Example 1: on_train_result", as written; only the import changed.
+# The callbacks doc's "Example 1: on_train_result", as written but for the import and the
+# learning starting after 3000 sampled steps, not 1000 (the test checks the buffer written, not
+# the learning; the last iteration still trains).
 import ormsgpack
 
 from trainer.algorithms.dqn import DQNConfig
@@ -27,6 +29,7 @@ config = (
     .callbacks(
         on_train_result=_write_buffer_if_necessary,
     )
+    .training(num_steps_sampled_before_learning_starts=3000)
 )
 dqn = config.build()
 
