@@ -6,6 +6,7 @@ the slow ones `slow`. A test marked `ray` skips, saying why, where Ray is not in
 other test runs in the whole suite (`-m "slow or not slow"`), which is what CI runs."""
 
 import importlib.util
+import json
 import os
 import signal
 import tempfile
@@ -100,6 +101,50 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items:
             if item.get_closest_marker("ray"):
                 item.add_marker(NO_RAY)
+    # On pytest-xdist's workers, the files longest first (`pytest_xdist_make_scheduler`).
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = longest_files_first(items)
+
+
+#: How long each test file took in a recorded run of the whole suite (`bench/test_durations.py`
+#: writes it): `{"files": {path: [all seconds, fast-tier seconds]}, ...}`.
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+#: The seconds a file missing from the record is taken to need per test.
+UNRECORDED_TEST_S = 0.5
+
+
+def longest_files_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The tests grouped by file, the files in the order of their recorded seconds, longest
+    first; within a file, in their own order. With `pytest_xdist_make_scheduler`'s one file
+    per worker at a time, that is the longest-processing-time rule: the long files start first
+    and the short ones fill in at the end, so both workers end within a short file of each
+    other."""
+    try:
+        recorded = json.loads(DURATIONS.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError):
+        recorded = {}
+    by_file: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def seconds(name: str) -> float:
+        entry = recorded.get(name)
+        return float(entry[0]) if entry else UNRECORDED_TEST_S * len(by_file[name])
+
+    ordered = sorted(by_file, key=lambda name: (-seconds(name), name))
+    return [item for name in ordered for item in by_file[name]]
+
+
+if importlib.util.find_spec("xdist") is not None:
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log):
+        """Each test file whole on one worker (pytest-xdist's `loadfile`: a file's module
+        fixtures are built once), handed out in the collection's order (`longest_files_first`),
+        not reordered by their number of tests."""
+        from xdist.scheduler import LoadFileScheduling
+
+        config.option.loadscopereorder = False
+        return LoadFileScheduling(config, log)
 
 
 @pytest.fixture
