@@ -293,6 +293,7 @@ def test_a_fork_not_answered_in_time_means_a_spawned_worker_on_fresh_descriptors
 ):
     monkeypatch.setattr(worker_forkserver, "_forking", worker_forkserver._Forking())
     monkeypatch.setattr(worker_forkserver, "FORK_TIMEOUT_S", 0.0)
+    monkeypatch.setattr(worker_forkserver, "PRELOAD_TIMEOUT_S", 0.0)  # (the config's module)
     try:
         with small_ppo(2).build() as algo:
             pids = list(algo.env_runner_group.remote_pids().values())

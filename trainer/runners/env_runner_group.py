@@ -179,7 +179,17 @@ def backend_for(config: AlgorithmConfig) -> RunnerBackend:
     """The backend `env_runners(backend=...)` names: worker processes, or Ray actors."""
     if config.backend == "ray" and config.num_env_runners > 0:
         return RayBackend(config)
-    return ProcessBackend(preload=TORCH_PRELOAD if config.uses_torch else ())
+    return ProcessBackend(preload=worker_preload(config))
+
+
+def worker_preload(config: AlgorithmConfig) -> tuple[str, ...]:
+    """What the worker template imports before it forks a config's runners, so that each
+    runner does not import it again when its `Init` unpickles the config: the config's own
+    module where it is one of this package's (a user's module may not import outside the
+    user's process: a runner imports it itself), and torch for a torch config."""
+    config_module = type(config).__module__
+    own = (config_module,) if config_module.startswith("trainer.") else ()
+    return (*(TORCH_PRELOAD if config.uses_torch else ()), *own)
 
 
 def _group_env_creator(config: AlgorithmConfig) -> EnvCreator:
@@ -405,9 +415,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         # cycles the training processes leave idle instead of slowing training. A sequential
         # round's runners run at normal priority: training waits for them, and in the idle
         # class any other busy process on the machine would starve them.
-        background = bool(
-            self.config.in_evaluation and self.config.evaluation_parallel_to_training
-        )
+        background = bool(self.config.in_evaluation and self.config.evaluation_parallel_to_training)
         sent: list[int] = []
         failures: dict[int, Failure] = {}
 
