@@ -23,6 +23,10 @@ os.environ.setdefault("LOCALRL_CONFIG_DIR", tempfile.mkdtemp(prefix="localrl-tes
 # RLlib's example-script driver runs its trials in this process, not through Ray Tune (which
 # starts Ray): the example-script tests stay fast. Tune's own tests set "tune" where they need it.
 os.environ.setdefault("LOCALRL_EXAMPLE_TRIALS", "in-process")
+# A `ray.init()` without an address (a test script's, Tune's own) joins the Ray that last started
+# on this machine, which may be the other xdist worker's: each starts a Ray of its own instead.
+# A test that joins a given Ray passes its address, which goes before this.
+os.environ.setdefault("RAY_ADDRESS", "local")
 # The tests press Ctrl-C in the processes they start (SIGINT), as a terminal does. A suite
 # started as a background job of a non-interactive shell inherits SIGINT ignored, and an ignored
 # signal stays ignored in every child (Python then installs no KeyboardInterrupt handler): a
