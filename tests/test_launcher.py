@@ -25,7 +25,7 @@ from cli_in_process import run_cli
 import trainer
 from trainer import launcher
 from trainer.launcher import RLlibNotAvailable, table
-from trainer.launcher.finder import real_tune_available
+from trainer.launcher.finder import RLlibStandIn, real_tune_available
 from trainer.launcher.script import script_uses_tune_runner
 
 pytestmark = pytest.mark.cli
@@ -512,6 +512,22 @@ def test_notebook_switch_off_restores_the_installed_ray(hook):
     assert os.environ.get(launcher.ENV_VAR) is None
     assert not launcher.installed()
     launcher.install()  # the fixture's uninstall() finds it on
+
+
+@pytest.mark.ray
+def test_notebook_switch_off_leaves_no_stand_in_on_the_installed_rays_modules():
+    """With the installed Ray kept (`install(real_ray=True)`), importing a served path made its
+    stand-in an attribute of the installed `ray`; switched off, `ray.rllib` is the installed
+    RLlib again (or no attribute), so a later `import ray.rllib.x.y as z` reaches RLlib's own
+    modules, not this project's."""
+    ray = pytest.importorskip("ray")
+    launcher.install(real_ray=True)
+    try:
+        importlib.import_module("ray.rllib.algorithms.ppo")
+        assert isinstance(vars(ray).get("rllib"), RLlibStandIn)
+    finally:
+        launcher.uninstall()
+    assert vars(ray).get("rllib") is sys.modules.get("ray.rllib")
 
 
 def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook):

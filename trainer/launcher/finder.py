@@ -766,7 +766,26 @@ def uninstall() -> None:
             _bind_module(name, module.__localrl_real__)
     sys.modules.update(_displaced)  # the installed Ray's modules, as they were
     _displaced.clear()
+    _unbind_stand_ins()
     os.environ.pop(ENV_VAR, None)
+
+
+def _unbind_stand_ins() -> None:
+    """The import system made each stand-in an attribute of its parent package; where that
+    parent is the installed Ray's (`install(real_ray=True)`, or a module displaced and put
+    back), the attribute outlives the stand-in: `import ray.rllib.x.y as z` would then walk
+    into this project's modules. Each such attribute becomes the installed module of that
+    path again, or goes."""
+    for name, module in list(sys.modules.items()):
+        if not (name == "ray" or name.startswith("ray.")) or isinstance(module, RLlibStandIn):
+            continue
+        for attribute, value in list(vars(module).items()):
+            if isinstance(value, RLlibStandIn):
+                installed = sys.modules.get(f"{name}.{attribute}")
+                if installed is not None:
+                    setattr(module, attribute, installed)
+                else:
+                    delattr(module, attribute)
 
 
 def install_from_environment() -> None:
