@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 
 import gymnasium as gym
 import numpy as np
@@ -167,7 +168,9 @@ def mark_result(algorithm, result, **kwargs):
     result["callback_after_log_result"] = result.get("seen_by_log_result", False)
 
 
-def test_algorithm_has_tunes_trainable_api(tmp_path):
+def test_algorithm_has_tunes_trainable_api(tmp_path, monkeypatch):
+    # The logdir is made in the system's temporary folder: here, this test's.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     config = (
         PPOConfig(algo_class=TrainablePPO)
         .update_from_dict(small_ppo(num_env_runners=1).to_dict())
@@ -184,6 +187,7 @@ def test_algorithm_has_tunes_trainable_api(tmp_path):
             None,
         )
         assert os.path.isdir(algo.logdir) and "TrainablePPO_CartPole-v1" in algo.logdir
+        assert os.path.dirname(algo.logdir) == str(tmp_path)
         assert not algo.is_actor() and algo.get_current_ip_pid()[1] == os.getpid()
         assert algo.reset_config({"lr": 1e-3}) is False and algo.reset({"lr": 1e-3}) is False
         assert algo.iteration == 1 == algo.training_iteration
