@@ -26,7 +26,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RECORD = REPO / "tests" / "durations.json"
 PLUGINS = REPO / "bench" / "pytest_plugins"
+sys.path.insert(0, str(REPO))
+
+from bench.report import machine  # noqa: E402  (the CPU model, as every benchmark names it)
+
 #: README's test command, less its install step (`.ci/run` runs exactly that line).
 SUITE = [
     "-m",
@@ -50,19 +53,6 @@ SUITE = [
     "-p",
     "no:cacheprovider",
 ]
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Intel Xeon and AMD EPYC differ), and how many CPUs there are."""
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} CPUs"
 
 
 def run_suite(log: Path) -> float:
@@ -134,7 +124,7 @@ def main() -> None:
         wall = run_suite(log)
     record = {
         "recorded": datetime.date.today().isoformat(),
-        "machine": cpu_model(),
+        "machine": machine(),
         "wall_s": round(wall, 1),
         "files": files_of(log),
     }

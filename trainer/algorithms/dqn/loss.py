@@ -152,14 +152,21 @@ def numpy_loss(
     d_q_values = np.zeros_like(q_values)
     d_q_values[rows, actions] = w * d_losses / batch_size
 
-    stats = {
+    stats = _loss_stats(qf_loss, q_selected, abs_delta)
+    return DQNNumpyLoss(qf_loss, stats, delta, d_q_values)
+
+
+def _loss_stats(qf_loss: float, q_selected: np.ndarray, td_error: np.ndarray) -> dict:
+    """RLlib's `LOSS_STAT_KEYS` of a batch: the loss, Q(s, a)'s mean, min and max over the
+    rows, and the mean TD error (each row's |delta|, or its cross-entropy)."""
+    batch_size = len(q_selected)
+    return {
         QF_LOSS_KEY: qf_loss,
         QF_MEAN_KEY: float(_sum(q_selected) / batch_size),
         QF_MIN_KEY: float(np.minimum.reduce(q_selected)),
         QF_MAX_KEY: float(np.maximum.reduce(q_selected)),
-        TD_ERROR_MEAN_KEY: float(_sum(abs_delta) / batch_size),
+        TD_ERROR_MEAN_KEY: float(_sum(td_error) / batch_size),
     }
-    return DQNNumpyLoss(qf_loss, stats, delta, d_q_values)
 
 
 def numpy_distributional_loss(
@@ -201,11 +208,7 @@ def numpy_distributional_loss(
 
     q_selected = fwd_out[QF_PREDS][rows, actions]
     stats = {
-        QF_LOSS_KEY: qf_loss,
-        QF_MEAN_KEY: float(_sum(q_selected) / batch_size),
-        QF_MIN_KEY: float(np.minimum.reduce(q_selected)),
-        QF_MAX_KEY: float(np.maximum.reduce(q_selected)),
-        TD_ERROR_MEAN_KEY: float(_sum(cross_entropy) / batch_size),
+        **_loss_stats(qf_loss, q_selected, cross_entropy),
         **distribution_stats(fwd_out[QF_PROBS], z),
     }
     return DQNNumpyLoss(qf_loss, stats, cross_entropy, d_logits)
