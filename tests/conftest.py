@@ -79,6 +79,15 @@ RLLIB_SLOW_TESTS = {
     ("test_prioritized_episode_buffer.py", "test_buffer_sample_logic_with_random_n_step"),
     ("test_prioritized_episode_buffer.py", "test_update_priorities"),
 }
+#: RLlib's tests that assert a ratio of two wall-clock times (file name, test name): each may run
+#: twice more after a failure (pytest-rerunfailures). `test_worker_validation_time` asserts that
+#: building 5 EnvRunners takes at most twice as long as building 1. Here the 5 are forked from one
+#: template and build in parallel, but each costs about 7 ms of CPU (its copy-on-write pages and
+#: its env), and on CI's 2 cores, shared with the other xdist worker, the ratio was 1.7 on a
+#: quiet machine and up to 2.4 with the other core busy (about one run in ten over 2.0). A run
+#: whose ratio is over 2.0 three times in a row still fails.
+RLLIB_TIMING_TESTS = {("test_algorithm.py", "test_worker_validation_time")}
+TIMING_RERUNS = pytest.mark.flaky(reruns=2)
 NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 #: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s
 #: per test is near what they took on a busy 2-core machine (a Ray cluster starts in a minute).
@@ -99,6 +108,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.slow)
             if item.path.name in RLLIB_SLOW_FILES:
                 item.add_marker(LONG_TIMEOUT)
+            if (item.path.name, item.originalname) in RLLIB_TIMING_TESTS:
+                item.add_marker(TIMING_RERUNS)
         if item.get_closest_marker("ray") and not item.get_closest_marker("timeout"):
             item.add_marker(LONG_TIMEOUT)
     if importlib.util.find_spec("ray") is None:

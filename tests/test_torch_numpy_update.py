@@ -51,7 +51,15 @@ def _module(env: str, model_config: dict, seed: int = 0) -> Any:
 
 def _episodes(view: Any, env_name: str, num_steps: int, seed: int) -> list[SingleAgentEpisode]:
     """Episodes played in `env_name` by the module's sampled actions, with the action logp
-    and distribution inputs the learner needs; the last one is cut."""
+    and distribution inputs the learner needs; the last one is cut. The same for the same
+    `seed`: the actions are drawn from torch's generator seeded with it (the caller's stream
+    left as it was), so each run compares the learners on the same data."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return _play(view, env_name, num_steps, seed)
+
+
+def _play(view: Any, env_name: str, num_steps: int, seed: int) -> list[SingleAgentEpisode]:
     env = gym.make(env_name)
     rng = np.random.default_rng(seed)
     module = view.rl_module
