@@ -3,7 +3,8 @@
 Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, LunarLander-v3,
 MountainCarContinuous-v0 and LunarLanderContinuous-v3; DQN on the discrete ones (CartPole-v1,
 Acrobot-v1, MountainCar-v0, LunarLander-v3); SAC on the continuous ones (Pendulum-v1,
-MountainCarContinuous-v0, LunarLanderContinuous-v3). The LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
+MountainCarContinuous-v0, LunarLanderContinuous-v3); TQC on Pendulum-v1 and
+MountainCarContinuous-v0 against Stable-Baselines3-contrib's TQC. The LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
 with a line saying so.
 
 Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: settings
@@ -11,7 +12,7 @@ tuned here where they solve sooner than RLlib's tuned example, else RLlib's tune
 RLlib 2.60 ships one, else settings tuned here, labelled as such; `--preset rllib`: RLlib's
 tuned example wherever it has one); for
 Stable-Baselines3 rl-zoo's entry for the env (rl-baselines3-zoo `hyperparams/ppo.yml`,
-`hyperparams/dqn.yml` and `hyperparams/sac.yml`, copied below as data in `RL_ZOO`, with rl-zoo's
+`hyperparams/dqn.yml`, `hyperparams/sac.yml` and `hyperparams/tqc.yml`, copied below as data in `RL_ZOO`, with rl-zoo's
 own conversions: `lin_X` is a linear schedule from X to 0, `normalize: true` wraps the envs in
 `VecNormalize` with the entry's gamma, `n_envs` envs in a `DummyVecEnv`; every other key, e.g.
 SAC's `use_sde`, `train_freq`, `gradient_steps`, `learning_starts`, `ent_coef` and
@@ -86,6 +87,8 @@ TASKS = {
     "sac_pendulum": Task("SAC", "Pendulum-v1", -200.0, 60_000),
     "sac_mountaincar_continuous": Task("SAC", "MountainCarContinuous-v0", 90.0, 100_000),
     "sac_lunarlander_continuous": Task("SAC", "LunarLanderContinuous-v3", 200.0, 1_000_000),
+    "tqc_pendulum": Task("TQC", "Pendulum-v1", -200.0, 60_000),
+    "tqc_mountaincar_continuous": Task("TQC", "MountainCarContinuous-v0", 90.0, 100_000),
 }
 
 #: Where the Stable-Baselines3 settings come from.
@@ -253,6 +256,28 @@ RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
         "learning_rate": 1e-3,
     },
     ("SAC", "MountainCarContinuous-v0"): {
+        "n_timesteps": 5e4,
+        "policy": "MlpPolicy",
+        "learning_rate": 3e-4,
+        "buffer_size": 50000,
+        "batch_size": 512,
+        "ent_coef": 0.1,
+        "train_freq": 32,
+        "gradient_steps": 32,
+        "gamma": 0.9999,
+        "tau": 0.01,
+        "learning_starts": 0,
+        "use_sde": True,
+        "policy_kwargs": {"log_std_init": -3.67, "net_arch": [64, 64]},
+    },
+    # rl-zoo's `hyperparams/tqc.yml` (sb3-contrib's TQC: 25 quantiles, 2 critics, the top 2
+    # of each dropped, by default).
+    ("TQC", "Pendulum-v1"): {
+        "n_timesteps": 20000,
+        "policy": "MlpPolicy",
+        "learning_rate": 1e-3,
+    },
+    ("TQC", "MountainCarContinuous-v0"): {
         "n_timesteps": 5e4,
         "policy": "MlpPolicy",
         "learning_rate": 3e-4,
@@ -439,7 +464,12 @@ def sb3_model(task: Task, seed: int) -> Any:
     if settings.normalize:
         # rl-zoo: VecNormalize with the entry's gamma (observations and rewards).
         env = VecNormalize(env, gamma=kwargs.get("gamma", 0.99))
-    cls = {"PPO": PPO, "DQN": DQN, "SAC": SAC}[task.algo]
+    classes = {"PPO": PPO, "DQN": DQN, "SAC": SAC}
+    if task.algo == "TQC":
+        from sb3_contrib import TQC  # (the compare extra: Stable-Baselines3-contrib)
+
+        classes["TQC"] = TQC
+    cls = classes[task.algo]
     return cls(policy, env, seed=seed, device="cpu", **kwargs)
 
 

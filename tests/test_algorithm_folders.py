@@ -59,6 +59,19 @@ ALLOWED: dict[str, str] = {
     "optimizers, target critics and per-optimizer gradients",
     "trainer/algorithms/iql/torch_module.py": "RLlib's DefaultIQLTorchRLModule subclasses "
     "DefaultSACTorchRLModule",
+    "trainer/algorithms/tqc/config.py": "RLlib's TQCConfig subclasses SACConfig",
+    "trainer/algorithms/tqc/tqc.py": "RLlib's TQC subclasses SAC",
+    "trainer/algorithms/tqc/loss.py": "TQC's numpy loss is SAC's policy and alpha terms and "
+    "SAC's reparameterized draws, with quantile critics",
+    "trainer/algorithms/tqc/torch_loss.py": "TQC's torch loss reports SAC's statistics under "
+    "SAC's keys (RLlib's TQCTorchLearner's loss)",
+    "trainer/algorithms/tqc/tqc_module.py": "TQC's numpy module is SAC's with quantile critics",
+    "trainer/algorithms/tqc/tqc_learner.py": "RLlib's TQCLearner subclasses SACLearner",
+    "trainer/algorithms/tqc/torch_learner.py": "RLlib's TQCTorchLearner subclasses "
+    "SACTorchLearner",
+    "trainer/algorithms/tqc/torch_module.py": "TQC's torch module is SAC's (RLlib's "
+    "DefaultTQCTorchRLModule shares SAC's catalog and encoders)",
+    "trainer/algorithms/tqc/state_conversion.py": "TQC's parameter names map as SAC's",
     "trainer/algorithms/impala/config.py": "RLlib's IMPALA trains PPO's default module "
     "(DefaultPPOTorchRLModule; here its numpy twin, PolicyModule)",
     "trainer/algorithms/appo/config.py": "RLlib's APPOConfig subclasses IMPALAConfig",

@@ -37,6 +37,8 @@ SUITE_PAIRS = [("PPO", env) for env in SUITE] + [("DQN", env) for env in SUITE i
 SAC_PAIRS = [
     ("SAC", env) for env in ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3")
 ]
+#: TQC against Stable-Baselines3-contrib's TQC.
+TQC_PAIRS = [("TQC", "Pendulum-v1"), ("TQC", "MountainCarContinuous-v0")]
 #: PPO on the continuous-action envs beside Pendulum (tuned here).
 PPO_CONTINUOUS_PAIRS = [("PPO", "MountainCarContinuous-v0"), ("PPO", "LunarLanderContinuous-v3")]
 #: The PPO and DQN presets the main job's tests run.
@@ -116,7 +118,7 @@ def test_the_clis_first_line_names_a_preset_tuned_here(tmp_path):
 def test_compare_runs_every_task_of_the_suite_with_a_preset_and_an_rl_zoo_entry():
     compare = _load_compare()
     pairs = {(task.algo, task.env) for task in compare.TASKS.values()}
-    assert pairs == set(SUITE_PAIRS + SAC_PAIRS + PPO_CONTINUOUS_PAIRS)
+    assert pairs == set(SUITE_PAIRS + SAC_PAIRS + TQC_PAIRS + PPO_CONTINUOUS_PAIRS)
     assert set(compare.RL_ZOO) == pairs
     for name, task in compare.TASKS.items():
         env_name = task.env.split("-")[0].lower().replace("continuous", "_continuous")
@@ -153,7 +155,13 @@ def test_rl_zoo_entries_become_stable_baselines3_arguments():
         from stable_baselines3 import DQN, PPO, SAC
 
         classes = {"PPO": PPO, "DQN": DQN, "SAC": SAC}
+        if importlib.util.find_spec("sb3_contrib") is not None:
+            from sb3_contrib import TQC
+
+            classes["TQC"] = TQC
         for (algo, env), _ in compare.RL_ZOO.items():
+            if algo not in classes:
+                continue  # (Stable-Baselines3-contrib not installed)
             accepted = inspect.signature(classes[algo].__init__).parameters
             assert set(compare.sb3_settings(algo, env).kwargs) <= set(accepted), (algo, env)
 

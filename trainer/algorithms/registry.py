@@ -43,6 +43,7 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "IQL": "trainer.algorithms.iql",
     "IMPALA": "trainer.algorithms.impala",
     "APPO": "trainer.algorithms.appo",
+    "TQC": "trainer.algorithms.tqc",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
 ALGORITHM_NAMES: tuple[str, ...] = tuple(ALGORITHM_PACKAGES)

@@ -1084,15 +1084,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     # -- RLlib 2.60's own unit tests (bench/rllib_tests.py) that RLlib passes and that cannot
     # pass here unmodified --------------------------------------------------------------------
-    *_same(
-        "refused at the call: TQCConfig raises RLlibNotAvailable (algorithms not implemented here)",
-        "TQC is not implemented here yet (RLlib 2.60 added it; SAC is the nearest algorithm here)",
-        *(
-            f"rllib/algorithms/tqc/tests/test_tqc.py::TestTQC::test_tqc_{case}"
-            for case in ("compilation", "config_validation", "quantile_parameters", "simple_env")
-        ),
-        kind=UNIT_TEST,
-    ),
     Difference(
         "rllib/algorithms/dreamerv3/tests/test_dreamerv3.py::TestDreamerV3::"
         "test_dreamerv3_dreamer_model_sizes",

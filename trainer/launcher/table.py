@@ -288,7 +288,7 @@ GENERIC_PREFIXES: dict[str, str] = {
 }
 
 #: RLlib's algorithm packages (`ray.rllib.algorithms.<name>`) other than the registered ones.
-OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil", "tqc")
+OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil")
 #: Ray Tune's modules of its experiment runner (`ray.tune.<name>`: loggers, searchers,
 #: schedulers, stoppers, callbacks, ...). Under Ray's stand-in they import and each of their
 #: names fails when used; the launcher runs a script that uses one on real Ray

@@ -118,10 +118,11 @@ class SACLearner(Learner):
         start = module.critic_offset
         #: Each optimizer's slice of the flat parameters (and of the gradient buffer).
         self.slices: dict[str, slice] = {POLICY: slice(0, start)}
-        for name, size in zip((QF, QF_TWIN), critic_sizes, strict=False):
+        rates = {POLICY: config.actor_lr}
+        for name, size in self._critic_optimizers(critic_sizes).items():
             self.slices[name] = slice(start, start + size)
+            rates[name] = config.critic_lr
             start += size
-        rates = {POLICY: config.actor_lr, QF: config.critic_lr, QF_TWIN: config.critic_lr}
         for name, (size, rate) in self._more_optimizers().items():
             self.slices[name] = slice(start, start + size)
             rates[name] = rate
@@ -155,6 +156,12 @@ class SACLearner(Learner):
         self.rng = np.random.default_rng(None if config.seed is None else [config.seed, 0x5AC])
         #: Updates run on one BLAS thread unless the user sized the pools (see BlasThreads).
         self.update_threads = BlasThreads()
+
+    def _critic_optimizers(self, critic_sizes: list[int]) -> dict[str, int]:
+        """The critics' optimizers (critic_lr), by name, with the size of the slice each steps,
+        in order, from each critic's size: RLlib's SAC steps each critic with its own ("qf",
+        "qf_twin")."""
+        return dict(zip((QF, QF_TWIN), critic_sizes, strict=False))
 
     def _more_optimizers(self) -> dict[str, tuple[int, Any]]:
         """A subclass's optimizers beyond the policy's and the critics', by name: the size of

@@ -297,14 +297,20 @@ def encoder_backward(
 
 class Critic:
     """One Q network of an `SACModule`: its nets (registered in the module by name) and the
-    forward and backward passes over them."""
+    forward and backward passes over them. `outputs`: the head's outputs for Box actions (1:
+    SAC's Q(s, a), squeezed to shape (B,); TQC's critics output their quantiles, (B, n))."""
 
-    def __init__(self, nets: dict[str, Any], continuous: bool):
+    def __init__(self, nets: dict[str, Any], continuous: bool, outputs: int = 1):
         self.nets = nets
         self.continuous = continuous
+        self.squeeze = outputs == 1
+
+    def _out(self, q: np.ndarray) -> np.ndarray:
+        return q[:, 0] if self.squeeze else q
 
     def forward(self, obs: np.ndarray, actions: np.ndarray | None) -> np.ndarray:
-        """Q(s, a) of shape (B,) for Box actions; Q(s, .) of shape (B, n) for Discrete."""
+        """Q(s, a) of shape (B,) for Box actions (or (B, outputs)); Q(s, .) of shape (B, n)
+        for Discrete."""
         nets = self.nets
         if not self.continuous:
             return nets["head"].forward(activated(nets["obs"], obs))
@@ -312,7 +318,7 @@ class Critic:
         embeds = np.concatenate(
             [activated(nets["actions"], actions), activated(nets["obs"], obs)], axis=1
         )
-        return nets["head"].forward(nets["fusion"].forward(embeds))[:, 0]
+        return self._out(nets["head"].forward(nets["fusion"].forward(embeds)))
 
     def forward_train(self, obs: np.ndarray, actions: np.ndarray | None) -> tuple[np.ndarray, Any]:
         nets = self.nets
@@ -326,7 +332,7 @@ class Critic:
         embeds = np.concatenate([action_features, obs_features], axis=1)
         latent, fusion_cache = nets["fusion"].forward_train(embeds)
         q, head_cache = nets["head"].forward_train(latent)
-        return q[:, 0], (action_cache, obs_cache, fusion_cache, head_cache)
+        return self._out(q), (action_cache, obs_cache, fusion_cache, head_cache)
 
     def backward(
         self, cache: Any, d_q: np.ndarray, grads: dict[str, list] | None, action_grad: bool
@@ -346,7 +352,8 @@ class Critic:
                 encoder_backward(nets["obs"], obs_cache, d_features, grads["obs"], False)
             return None
         action_cache, obs_cache, fusion_cache, head_cache = cache
-        d_latent = mlp_backward(nets["head"], head_cache, d_q[:, None], net_grads("head"), True)
+        d_head = d_q[:, None] if self.squeeze else d_q
+        d_latent = mlp_backward(nets["head"], head_cache, d_head, net_grads("head"), True)
         assert d_latent is not None
         d_embeds = nets["fusion"].backward(fusion_cache, d_latent, net_grads("fusion"))
         n_action = nets["actions"].sizes[-1]
@@ -413,22 +420,37 @@ class SACModule(FlatParameterModule, QNetAPI):
         self._nets: list[tuple[str, Any]] = [("pi_encoder", self.pi_encoder), ("pi", self.pi)]
         self.inference_only = bool(inference_only)
         self.critics: list[Critic] = []
+        #: Each critic's (encoder, head) names, in `critics`' order.
+        self.critic_names: list[tuple[str, str]] = []
         if not self.inference_only:
-            self.critics.append(self._critic("qf", n_actions, rng))
-            if self.twin_q:
-                self.critics.append(self._critic("qf_twin", n_actions, rng))
+            for encoder_name, head_name in self._critic_layout():
+                self.critics.append(self._critic(encoder_name, head_name, n_actions, rng))
+                self.critic_names.append((encoder_name, head_name))
             self._nets += self._more_networks(rng)
         self._flatten_parameters()
         #: Where the critics' parameters start in `flat_params` (the policy's come first).
         self.critic_offset = sum(p.size for p in self.pi_encoder.params + self.pi.params)
+
+    def _critic_layout(self) -> list[tuple[str, str]]:
+        """Each critic's (encoder, head) names: "qf_encoder", "qf" and with twin_q
+        "qf_twin_encoder", "qf_twin" (RLlib's)."""
+        names = [("qf_encoder", "qf")]
+        if self.twin_q:
+            names.append(("qf_twin_encoder", "qf_twin"))
+        return names
+
+    #: The outputs of a critic's head for Box actions (SAC's: Q(s, a)).
+    critic_outputs = 1
 
     def _more_networks(self, rng: np.random.Generator) -> list[tuple[str, Any]]:
         """A subclass's networks beyond the policy and the critics, by name (their parameters
         come last in `flat_params`); none here."""
         return []
 
-    def _critic(self, name: str, n_actions: int, rng: np.random.Generator) -> Critic:
-        """A Q network's nets, registered as `{name}_encoder[.stream]` and `{name}`."""
+    def _critic(
+        self, encoder_name: str, head_name: str, n_actions: int, rng: np.random.Generator
+    ) -> Critic:
+        """A Q network's nets, registered as `{encoder_name}[.stream]` and `{head_name}`."""
         config, spaces = self.model_config, self.spaces
         latent = config["fcnet_hiddens"][-1]
         nets: dict[str, Any] = {}
@@ -450,18 +472,18 @@ class SACModule(FlatParameterModule, QNetAPI):
                 rng,
                 layer_initializers(config, "fusionnet"),
             )
-            nets["head"] = head_mlp(latent, 1, config, rng)
+            nets["head"] = head_mlp(latent, self.critic_outputs, config, rng)
             self._nets += [
-                (f"{name}_encoder.actions", nets["actions"]),
-                (f"{name}_encoder.obs", nets["obs"]),
-                (f"{name}_encoder.fusion", nets["fusion"]),
+                (f"{encoder_name}.actions", nets["actions"]),
+                (f"{encoder_name}.obs", nets["obs"]),
+                (f"{encoder_name}.fusion", nets["fusion"]),
             ]
         else:
             nets["obs"] = encoder_mlp(spaces.obs_dim, config, rng)
             nets["head"] = head_mlp(latent, n_actions, config, rng)
-            self._nets.append((f"{name}_encoder", nets["obs"]))
-        self._nets.append((name, nets["head"]))
-        return Critic(nets, self.continuous)
+            self._nets.append((encoder_name, nets["obs"]))
+        self._nets.append((head_name, nets["head"]))
+        return Critic(nets, self.continuous, self.critic_outputs)
 
     @classmethod
     def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> SACModule:
@@ -528,12 +550,12 @@ class SACModule(FlatParameterModule, QNetAPI):
     def critic_grads(self, index: int) -> dict[str, list]:
         """The gradient buffer's views of critic `index`'s nets, by `Critic.nets` key."""
         by_net = self._gradient_views()[2]
-        prefix = "qf" if index == 0 else "qf_twin"
+        encoder, head = self.critic_names[index]
         if self.continuous:
             return {
-                "actions": by_net[f"{prefix}_encoder.actions"],
-                "obs": by_net[f"{prefix}_encoder.obs"],
-                "fusion": by_net[f"{prefix}_encoder.fusion"],
-                "head": by_net[prefix],
+                "actions": by_net[f"{encoder}.actions"],
+                "obs": by_net[f"{encoder}.obs"],
+                "fusion": by_net[f"{encoder}.fusion"],
+                "head": by_net[head],
             }
-        return {"obs": by_net[f"{prefix}_encoder"], "head": by_net[prefix]}
+        return {"obs": by_net[encoder], "head": by_net[head]}

@@ -160,19 +160,18 @@ def torch_names_of_numpy_parameters(module: DefaultSACTorchRLModule) -> dict[str
     then the output layer) for Box actions, `{q}_encoder.{i}` for Discrete, and `{q}.{i}`."""
     names = mlp_names("pi_encoder", linear_names(module.pi_encoder, "pi_encoder"))
     names.update(mlp_names("pi", linear_names(module.pi, "pi")))
-    for q in ("qf", "qf_twin") if module.twin_q else ("qf",):
-        encoder = getattr(module, f"{q}_encoder")
+    for q_encoder, q, encoder, head in module.critic_modules():
         if isinstance(encoder, MultiStreamEncoder):
             for stream in STREAMS:
-                prefix = f"{q}_encoder.base_encoders.{stream}"
+                prefix = f"{q_encoder}.base_encoders.{stream}"
                 part = encoder.base_encoders[stream]
-                names.update(mlp_names(f"{q}_encoder.{stream}", linear_names(part, prefix)))
-            fusion = [f"{q}_encoder.fusion_layers.{i}" for i in range(len(encoder.fusion_layers))]
-            fusion.append(f"{q}_encoder.output_layer")
-            names.update(mlp_names(f"{q}_encoder.fusion", fusion))
+                names.update(mlp_names(f"{q_encoder}.{stream}", linear_names(part, prefix)))
+            fusion = [f"{q_encoder}.fusion_layers.{i}" for i in range(len(encoder.fusion_layers))]
+            fusion.append(f"{q_encoder}.output_layer")
+            names.update(mlp_names(f"{q_encoder}.fusion", fusion))
         else:
-            names.update(mlp_names(f"{q}_encoder", linear_names(encoder, f"{q}_encoder")))
-        names.update(mlp_names(q, linear_names(getattr(module, q), q)))
+            names.update(mlp_names(q_encoder, linear_names(encoder, q_encoder)))
+        names.update(mlp_names(q, linear_names(head, q)))
     return names
 
 
@@ -258,12 +257,28 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         )
         if self.inference_only:
             return  # (RLlib's: the EnvRunners' copy holds the policy only)
-        self.qf_encoder, self.qf = self._critic(latent)
-        if self.twin_q:
-            self.qf_twin_encoder, self.qf_twin = self._critic(latent)
+        self._build_critics(latent)
         # The learner's module holds its target networks from the start (as DQN's): its
         # state, and so its checkpoints, always have the same keys.
         self.make_target_networks()
+
+    def _build_critics(self, latent: int) -> None:
+        """The critics (RLlib's `qf_encoder`, `qf` and with twin_q `qf_twin_encoder`,
+        `qf_twin`), for the policy encoder's `latent` size."""
+        self.qf_encoder, self.qf = self._critic(latent)
+        if self.twin_q:
+            self.qf_twin_encoder, self.qf_twin = self._critic(latent)
+
+    #: The outputs of a critic's head for Box actions (SAC's: Q(s, a)).
+    critic_outputs = 1
+
+    def critic_modules(self) -> list[tuple[str, str, nn.Module, nn.Module]]:
+        """Each critic's encoder and head, with their names in the module's state (the numpy
+        SACModule's names of the same networks)."""
+        critics = [("qf_encoder", "qf", self.qf_encoder, self.qf)]
+        if self.twin_q:
+            critics.append(("qf_twin_encoder", "qf_twin", self.qf_twin_encoder, self.qf_twin))
+        return critics
 
     def _critic(self, latent: int) -> tuple[nn.Module, nn.Module]:
         """A Q network's encoder and head (see the module docstring)."""
@@ -287,7 +302,7 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             config["fusionnet_activation"],
             LayerInit(config, "fusionnet"),
         )
-        return encoder, MLPHead(latent, 1, config)
+        return encoder, MLPHead(latent, self.critic_outputs, config)
 
     def start_as_numpy_module(self, seed: int) -> None:
         """Takes the initial weights of the numpy `SACModule` with this model config, `twin_q`
@@ -295,12 +310,7 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
         included, so a seeded run starts from the same weights on either framework; keeps its
         own where the numpy module has no such networks (a CNN encoder)."""
         try:
-            numpy_module = SACModule(
-                SpaceInfo.from_spaces(self.observation_space, self.action_space),
-                self._config,
-                twin_q=self.twin_q,
-                seed=seed,
-            )
+            numpy_module = self._numpy_module(seed)
         except (ValueError, TypeError, KeyError):
             return
         weights = numpy_module.get_weights()
@@ -320,6 +330,15 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             for name, value in values.items():
                 params[name].copy_(torch.from_numpy(np.ascontiguousarray(value)))
         self.make_target_networks()
+
+    def _numpy_module(self, seed: int) -> SACModule:
+        """The numpy module of the same networks, built for `seed`."""
+        return SACModule(
+            SpaceInfo.from_spaces(self.observation_space, self.action_space),
+            self._config,
+            twin_q=self.twin_q,
+            seed=seed,
+        )
 
     # -- InferenceOnlyAPI / TargetNetworkAPI ---------------------------------------------------
     def get_non_inference_attributes(self) -> list[str]:

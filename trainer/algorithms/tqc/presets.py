@@ -1,0 +1,134 @@
+"""TQC's presets for the main job: RLlib 2.60's tuned example
+(`rllib/examples/algorithms/tqc/pendulum_tqc.py`) for Pendulum-v1, and rl-zoo's TQC entry
+(rl-baselines3-zoo `hyperparams/tqc.yml`) for MountainCarContinuous-v0 (see
+`trainer.cli.presets` and `bench/compare.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainer.algorithms.presets import TUNED_HERE, Preset
+
+#: RLlib's pendulum_tqc.py, at one learner (its rates scale with the learners' count).
+_PENDULUM_TRAINING: dict[str, Any] = {
+    "initial_alpha": 1.001,
+    "actor_lr": 2e-4,
+    "critic_lr": 8e-4,
+    "alpha_lr": 9e-4,
+    "target_entropy": "auto",
+    "n_step": (2, 5),
+    "tau": 0.005,
+    "train_batch_size_per_learner": 256,
+    "target_network_update_freq": 4,
+    "n_quantiles": 25,
+    "n_critics": 2,
+    "top_quantiles_to_drop_per_net": 2,
+    "replay_buffer_config": {
+        "type": "PrioritizedEpisodeReplayBuffer",
+        "capacity": 10_000,
+        "alpha": 1.0,
+        "beta": 0.0,
+    },
+    "num_steps_sampled_before_learning_starts": 256,
+}
+_PENDULUM_MODEL: dict[str, Any] = {
+    "fcnet_hiddens": [256, 256],
+    "fcnet_activation": "relu",
+    "fcnet_kernel_initializer": "xavier_uniform_",
+    "head_fcnet_hiddens": [],
+    "head_fcnet_activation": None,
+    "head_fcnet_kernel_initializer": "orthogonal_",
+    "head_fcnet_kernel_initializer_kwargs": {"gain": 0.01},
+}
+
+#: Pendulum-v1, for time to solve on a CPU: SAC's fast preset here
+#: (`trainer.algorithms.sac.presets`: 64x64 networks without fusion layers, one update of 256
+#: rows per env step, rates 1e-3 as rl-zoo's, a uniform buffer) with RLlib's quantile critics
+#: (25 quantiles, 2 critics, the top 2 of each dropped).
+_PENDULUM_FAST: dict[str, dict[str, Any]] = {
+    "training": {
+        **_PENDULUM_TRAINING,
+        "actor_lr": 1e-3,
+        "critic_lr": 1e-3,
+        "alpha_lr": 1e-3,
+        "target_network_update_freq": 1,
+        "training_intensity": 256,
+        "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 100000},
+    },
+    "rl_module": {
+        "model_config": {
+            **_PENDULUM_MODEL,
+            "fcnet_hiddens": [64, 64],
+            "fusionnet_hiddens": [],
+            "fusionnet_activation": "relu",
+        }
+    },
+    "reporting": {"metrics_num_episodes_for_smoothing": 5},
+}
+
+#: MountainCarContinuous-v0, rl-zoo's TQC entry (the same as its SAC entry: lr 3e-4, batch
+#: 512, buffer 50k, gamma 0.9999, tau 0.01, ent_coef 0.1, 32 updates per 32 env steps, 64x64
+#: networks, gSDE) less its gSDE, with what replaces it in SAC's preset here
+#: (`trainer.algorithms.sac.presets`): the policy head's biases start at 1 and learning
+#: starts after 20k env steps, so the buffer holds the goal's reward when the critics start.
+_MOUNTAINCAR_CONTINUOUS: dict[str, dict[str, Any]] = {
+    "env_runners": {"rollout_fragment_length": 32},
+    "training": {
+        "actor_lr": 1e-3,
+        "critic_lr": 1e-3,
+        "initial_alpha": 0.1,
+        "alpha_lr": 0.0,  # rl-zoo's fixed ent_coef 0.1
+        "gamma": 0.9999,
+        "tau": 0.01,
+        "train_batch_size_per_learner": 256,
+        "training_intensity": 256,
+        "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 50000},
+        "num_steps_sampled_before_learning_starts": 20000,
+    },
+    "rl_module": {
+        "model_config": {
+            "fcnet_hiddens": [64, 64],
+            "fcnet_activation": "relu",
+            "fusionnet_hiddens": [],
+            "fusionnet_activation": "relu",
+            "head_fcnet_kernel_initializer": "orthogonal_",
+            "head_fcnet_kernel_initializer_kwargs": {"gain": 0.01},
+            "head_fcnet_bias_initializer": "constant_",
+            "head_fcnet_bias_initializer_kwargs": {"val": 1.0},
+        }
+    },
+}
+
+#: env name -> preset (`AlgorithmEntry.presets`).
+PRESETS: dict[str, Preset] = {
+    "Pendulum-v1": Preset(
+        source="rllib/examples/algorithms/tqc/pendulum_tqc.py",
+        settings={
+            "training": dict(_PENDULUM_TRAINING),
+            "rl_module": {"model_config": dict(_PENDULUM_MODEL)},
+            "reporting": {"metrics_num_episodes_for_smoothing": 5},
+        },
+        stop_reward=-200.0,
+        stop_timesteps=200_000,
+    ),
+    "MountainCarContinuous-v0": Preset(
+        source=TUNED_HERE,
+        settings=_MOUNTAINCAR_CONTINUOUS,
+        stop_reward=90.0,
+        stop_timesteps=100_000,
+    ),
+}
+
+#: env name -> preset tuned here that solves sooner than RLlib's tuned example in PRESETS
+#: (`AlgorithmEntry.faster_presets`: the main job's default; `--preset rllib` runs RLlib's).
+FASTER_PRESETS: dict[str, Preset] = {
+    "Pendulum-v1": Preset(
+        source=TUNED_HERE,
+        settings=_PENDULUM_FAST,
+        stop_reward=-200.0,
+        stop_timesteps=60_000,
+        faster_than="rllib/examples/algorithms/tqc/pendulum_tqc.py",
+    ),
+}
+
+__all__ = ["FASTER_PRESETS", "PRESETS"]
