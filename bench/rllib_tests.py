@@ -7,6 +7,7 @@ them test by test with a baseline run under real RLlib 2.60 on the same machine.
     python bench/rllib_tests.py --only test_ppo --verbose
     python bench/rllib_tests.py --baseline -j 2     # the same files under real RLlib 2.60
     python bench/rllib_tests.py --data-root ~/ray   # with RLlib's repository data
+    python bench/rllib_tests.py --only test_tqc --merge   # re-run some, rewrite their rows
 
 The files: `bench/rllib_tests_manifest.json` names each (its path in ray-project/ray, the commit
 and store id it was read from, its sha256 and how its version was chosen) and every file left
@@ -410,9 +411,11 @@ def section(
     baseline: dict,
     differences: dict[str, str],
     header: list[str],
+    cells: dict[str, str] | None = None,
 ) -> str:
     """The docs page's section: the measure, a row per file, the tests RLlib passes that do not
-    pass here, and the files left out."""
+    pass here, and the files left out. `cells`: a file's "here" cell as the page had it (the
+    files a merge did not re-run)."""
     total = measure(runs, baseline, differences)
     lines = [
         PAGE_MARKERS[0],
@@ -444,9 +447,8 @@ def section(
             for k, v in baseline["tests"].items()
             if k.partition("::")[0] == run.path
         }
-        lines.append(
-            f"| `{run.path}` | {_cell(counts(run))} | {_cell(counts(rllib))} | {run.seconds:.0f} |"
-        )
+        here_cell = (cells or {}).get(run.path) or _cell(counts(run))
+        lines.append(f"| `{run.path}` | {here_cell} | {_cell(counts(rllib))} | {run.seconds:.0f} |")
     here = {key: t for run in runs for key, t in run.tests.items()}
     ran = {run.path for run in runs}
     missing = sorted(
@@ -480,6 +482,50 @@ def section(
     return "\n".join(lines)
 
 
+@dataclass
+class PageRows:
+    """What the page's unit-test section says of the files a merge does not re-run."""
+
+    #: Its header lines (the last full run's, and earlier merges').
+    header: list[str]
+    #: Each file's run as the page reports it: every test RLlib passes in the baseline, passed
+    #: unless the page lists it among those that do not pass here (with its result).
+    runs: dict[str, FileRun]
+    #: Each file's "here" cell, as written.
+    cells: dict[str, str]
+
+
+_FILE_ROW = re.compile(r"^\| `([^`]+)` \| (.*?) \| (.*?) \| (\d+) \|$")
+_MISSING_ROW = re.compile(r"^\| `([^`]+::[^`]+)` \| (\w[\w ]*?): ?(.*?) \| .* \|$")
+
+
+def page_rows(baseline: dict) -> PageRows:
+    """The page's unit-test section, read back (see `PageRows`)."""
+    page = PAGE.read_text(encoding="utf-8")
+    begin, end = PAGE_MARKERS
+    if begin not in page or end not in page:
+        raise SystemExit(
+            f"--merge: {PAGE.relative_to(REPO)} has no unit-test section to merge into"
+        )
+    block = page[page.index(begin) : page.index(end)].splitlines()
+    header = [line for line in block if line.startswith("- ") and not line.startswith("- **")]
+    missing: dict[str, TestResult] = {}
+    runs: dict[str, FileRun] = {}
+    cells: dict[str, str] = {}
+    for line in block:
+        if found := _MISSING_ROW.match(line):
+            missing[found.group(1)] = TestResult(found.group(2), found.group(3))
+        elif found := _FILE_ROW.match(line):
+            path = found.group(1)
+            runs[path] = FileRun(path, seconds=float(found.group(4)))
+            cells[path] = found.group(2)
+    for key, test in baseline["tests"].items():
+        path = key.partition("::")[0]
+        if path in runs and test["result"] == PASSED:
+            runs[path].tests[key] = missing.get(key, TestResult(PASSED))
+    return PageRows(header, runs, cells)
+
+
 def replace_between(text: str, markers: tuple[str, str], block: str) -> str:
     """`text` with the block between `markers` (markers included) replaced; appended when
     absent."""
@@ -489,13 +535,17 @@ def replace_between(text: str, markers: tuple[str, str], block: str) -> str:
     return text.rstrip("\n") + "\n\n" + block + "\n"
 
 
-def write(runs: list[FileRun], manifest: dict, baseline: dict, header: list[str]) -> None:
+def write(
+    runs: list[FileRun],
+    manifest: dict,
+    baseline: dict,
+    header: list[str],
+    cells: dict[str, str] | None = None,
+) -> None:
     differences = unit_test_differences()
     page = PAGE.read_text(encoding="utf-8")
-    PAGE.write_text(
-        replace_between(page, PAGE_MARKERS, section(runs, manifest, baseline, differences, header)),
-        encoding="utf-8",
-    )
+    block = section(runs, manifest, baseline, differences, header, cells)
+    PAGE.write_text(replace_between(page, PAGE_MARKERS, block), encoding="utf-8")
     total = measure(runs, baseline, differences)
     readme = README.read_text(encoding="utf-8")
     line = (
@@ -533,6 +583,12 @@ def main(argv: list[str] | None = None) -> int:
         help="write the table into docs/rllib_compatibility.md and the README's line (a run "
         "of every file only)",
     )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --only: rewrite the re-run files' rows of docs/rllib_compatibility.md and "
+        "the README's line, the other files' rows kept as the page has them",
+    )
     parser.add_argument("--verbose", action="store_true", help="each test that did not pass")
     parser.add_argument(
         "--gaps",
@@ -551,6 +607,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             "--write needs a run of every file through the launcher (no --only, no --baseline)"
         )
+    if args.merge and (not args.only or args.baseline or args.write):
+        parser.error("--merge re-runs part of the files: give --only (and no --baseline, --write)")
     if args.data_root is not None and not (args.data_root / "rllib").is_dir():
         parser.error(f"--data-root {args.data_root}: no rllib/ folder in it")
     manifest = load_manifest()
@@ -588,6 +646,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         write(runs, manifest, baseline, header)
         print("wrote docs/rllib_compatibility.md's unit-test section and the README's line")
+    if args.merge:
+        kept = page_rows(baseline)
+        rerun = {run.path: run for run in runs}
+        merged_runs = [rerun.get(path, run) for path, run in kept.runs.items()]
+        merged_runs += [run for path, run in rerun.items() if path not in kept.runs]
+        cells = {path: cell for path, cell in kept.cells.items() if path not in rerun}
+        note = (
+            f"- rows of {', '.join(f'`{text}`' for text in args.only)} re-run: {started}, "
+            f"commit {commit}, load average {load:.1f} at the start, time limit "
+            f"{args.timeout:.0f} s, {args.jobs} at a time; the other rows are from the runs above"
+        )
+        write(merged_runs, manifest, baseline, [*kept.header, note], cells)
+        print("merged the re-run rows into docs/rllib_compatibility.md and the README's line")
+        runs = merged_runs
     print(f"{len(runs)} files, {sum(len(r.tests) for r in runs)} tests")
     print(measure(runs, baseline, differences).line())
     return 0

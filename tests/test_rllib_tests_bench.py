@@ -189,6 +189,49 @@ def test_write_replaces_its_own_section_and_readme_line(bench, tmp_path, monkeyp
     assert "**1 of 1 tests that RLlib 2.60 passes here pass through the launcher (100%)" in line
 
 
+def test_a_merge_keeps_the_rows_it_did_not_rerun(bench, tmp_path, monkeypatch):
+    """`--merge`'s reading of the page: the files' rows as written, and each file's tests
+    RLlib passes as passed unless the page lists them as not passing here; a section written
+    from them alone (one file re-run) keeps the other file's cell and its failing test."""
+    page, readme = tmp_path / "page.md", tmp_path / "README.md"
+    page.write_text("# examples\n")
+    readme.write_text("<!-- rllib tests: begin -->\nold\n<!-- rllib tests: end -->\n")
+    monkeypatch.setattr(bench, "PAGE", page)
+    monkeypatch.setattr(bench, "README", readme)
+    t = bench.TestResult
+    a, b = "rllib/a/tests/test_a.py", "rllib/b/tests/test_b.py"
+    baseline = {
+        "tests": {
+            f"{a}::one": {"result": "passed"},
+            f"{a}::two": {"result": "passed"},
+            f"{b}::three": {"result": "passed"},
+            f"{b}::four": {"result": "passed"},
+        }
+    }
+    first_a = bench.FileRun(a, {f"{a}::one": t(bench.PASSED), f"{a}::two": t(bench.REFUSED, "x")})
+    first_b = bench.FileRun(
+        b, {f"{b}::three": t(bench.PASSED), f"{b}::four": t(bench.FAILED, "y: z")}
+    )
+    manifest = {"left_out": []}
+    bench.write([first_a, first_b], manifest, baseline, ["- run: first"])
+
+    kept = bench.page_rows(baseline)
+    assert kept.header == ["- run: first"]
+    assert kept.cells == {a: "1 passed, 1 refused", b: "1 passed, 1 failed"}
+    assert kept.runs[b].tests == {
+        f"{b}::three": t(bench.PASSED),
+        f"{b}::four": t(bench.FAILED, "y: z"),
+    }
+    rerun_a = bench.FileRun(a, {f"{a}::one": t(bench.PASSED), f"{a}::two": t(bench.PASSED)})
+    cells = {b: kept.cells[b]}
+    bench.write([rerun_a, kept.runs[b]], manifest, baseline, [*kept.header, "- merged"], cells)
+    text = page.read_text()
+    assert f"| `{a}` | 2 passed |" in text and f"| `{b}` | 1 passed, 1 failed |" in text
+    assert f"| `{b}::four` | failed: y: z |" in text and f"{a}::two" not in text
+    assert "**3 of 4 tests that RLlib 2.60 passes here" in text
+    assert "- run: first\n- merged" in text
+
+
 def test_the_manifest_names_each_file_once_with_its_sha256():
     manifest = json.loads((REPO / "bench" / "rllib_tests_manifest.json").read_text())
     paths = [entry["path"] for entry in manifest["files"]]
