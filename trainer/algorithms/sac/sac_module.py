@@ -442,6 +442,10 @@ class SACModule(FlatParameterModule, QNetAPI):
     #: The outputs of a critic's head for Box actions (SAC's: Q(s, a)).
     critic_outputs = 1
 
+    def _critic_head_config(self) -> dict:
+        """The model config a Box-action critic's head is built with (SAC's: the module's)."""
+        return self.model_config
+
     def _more_networks(self, rng: np.random.Generator) -> list[tuple[str, Any]]:
         """A subclass's networks beyond the policy and the critics, by name (their parameters
         come last in `flat_params`); none here."""
@@ -472,7 +476,7 @@ class SACModule(FlatParameterModule, QNetAPI):
                 rng,
                 layer_initializers(config, "fusionnet"),
             )
-            nets["head"] = head_mlp(latent, self.critic_outputs, config, rng)
+            nets["head"] = head_mlp(latent, self.critic_outputs, self._critic_head_config(), rng)
             self._nets += [
                 (f"{encoder_name}.actions", nets["actions"]),
                 (f"{encoder_name}.obs", nets["obs"]),

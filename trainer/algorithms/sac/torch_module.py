@@ -272,6 +272,10 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
     #: The outputs of a critic's head for Box actions (SAC's: Q(s, a)).
     critic_outputs = 1
 
+    def _critic_head_config(self) -> dict:
+        """The model config a Box-action critic's head is built with (SAC's: the module's)."""
+        return self._config
+
     def critic_modules(self) -> list[tuple[str, str, nn.Module, nn.Module]]:
         """Each critic's encoder and head, with their names in the module's state (the numpy
         SACModule's names of the same networks)."""
@@ -302,7 +306,7 @@ class DefaultSACTorchRLModule(TorchRLModule, InferenceOnlyAPI, TargetNetworkAPI,
             config["fusionnet_activation"],
             LayerInit(config, "fusionnet"),
         )
-        return encoder, MLPHead(latent, self.critic_outputs, config)
+        return encoder, MLPHead(latent, self.critic_outputs, self._critic_head_config())
 
     def start_as_numpy_module(self, seed: int) -> None:
         """Takes the initial weights of the numpy `SACModule` with this model config, `twin_q`

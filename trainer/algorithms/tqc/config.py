@@ -44,6 +44,17 @@ TQC_MODEL_KEYS: dict[str, Any] = {
 }
 
 
+#: The head settings RLlib's TQCCatalog does not pass to its critics' heads (it builds them
+#: with `MLPHeadConfig`'s default initializers): the critics' heads start as a head without
+#: them does here.
+HEAD_INITIALIZER_KEYS = (
+    "head_fcnet_kernel_initializer",
+    "head_fcnet_kernel_initializer_kwargs",
+    "head_fcnet_bias_initializer",
+    "head_fcnet_bias_initializer_kwargs",
+)
+
+
 def quantiles_kept(n_quantiles: int, n_critics: int, top_quantiles_to_drop_per_net: int) -> int:
     """How many of the target critics' n_critics * n_quantiles quantiles the target keeps (the
     smallest ones)."""
@@ -98,4 +109,4 @@ class TQCConfig(SACConfig):
         }
 
 
-__all__ = ["CLASSES", "TQC_MODEL_KEYS", "TQCConfig", "quantiles_kept"]
+__all__ = ["CLASSES", "HEAD_INITIALIZER_KEYS", "TQC_MODEL_KEYS", "TQCConfig", "quantiles_kept"]

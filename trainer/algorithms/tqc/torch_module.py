@@ -25,7 +25,7 @@ from torch import nn
 
 from trainer.algorithms.sac.loss import QF_PREDS, QF_TARGET_NEXT
 from trainer.algorithms.sac.torch_module import SAC_MODEL_KEYS, DefaultSACTorchRLModule
-from trainer.algorithms.tqc.config import TQC_MODEL_KEYS, quantiles_kept
+from trainer.algorithms.tqc.config import HEAD_INITIALIZER_KEYS, TQC_MODEL_KEYS, quantiles_kept
 from trainer.algorithms.tqc.loss import LOGP_CURR, LOGP_NEXT, QF_CURR
 from trainer.algorithms.tqc.tqc_module import TQCModule
 from trainer.capabilities import ACTION_SPACES
@@ -67,6 +67,10 @@ class DefaultTQCTorchRLModule(DefaultSACTorchRLModule):
     @property
     def critic_outputs(self) -> int:  # type: ignore[override]  # the model config's
         return self.n_quantiles
+
+    def _critic_head_config(self) -> dict:
+        """The critics' heads take no head initializers (RLlib's TQCCatalog's)."""
+        return {**self._config, **dict.fromkeys(HEAD_INITIALIZER_KEYS)}
 
     def _build_critics(self, latent: int) -> None:
         self.twin_q = False

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from trainer.algorithms.sac.sac_module import SACModule
+from trainer.algorithms.tqc.config import HEAD_INITIALIZER_KEYS
 from trainer.capabilities import ACTION_SPACES
 from trainer.core.models import SpaceInfo
 from trainer.errors import UnsupportedValue
@@ -49,6 +50,10 @@ class TQCModule(SACModule):
         super().__init__(
             spaces, model_config, twin_q=False, seed=seed, inference_only=inference_only
         )
+
+    def _critic_head_config(self) -> dict:
+        """The critics' heads take no head initializers (RLlib's TQCCatalog's)."""
+        return {**self.model_config, **dict.fromkeys(HEAD_INITIALIZER_KEYS)}
 
     def _critic_layout(self) -> list[tuple[str, str]]:
         """RLlib's names: `qf_encoders.{i}` and `qf_heads.{i}` for each critic."""
