@@ -67,11 +67,12 @@ ALLOWED: dict[str, str] = {
     "SAC's keys (RLlib's TQCTorchLearner's loss)",
     "trainer/algorithms/tqc/tqc_module.py": "TQC's numpy module is SAC's with quantile critics",
     "trainer/algorithms/tqc/tqc_learner.py": "RLlib's TQCLearner subclasses SACLearner",
-    "trainer/algorithms/tqc/torch_learner.py": "RLlib's TQCTorchLearner subclasses "
-    "SACTorchLearner",
+    "trainer/algorithms/tqc/torch_learner.py": "RLlib's TQCTorchLearner subclasses SACTorchLearner",
     "trainer/algorithms/tqc/torch_module.py": "TQC's torch module is SAC's (RLlib's "
     "DefaultTQCTorchRLModule shares SAC's catalog and encoders)",
     "trainer/algorithms/tqc/state_conversion.py": "TQC's parameter names map as SAC's",
+    "trainer/algorithms/tqc/presets.py": "rl-zoo's TQC entry for MountainCarContinuous is its "
+    "SAC entry, which SAC's preset starts from",
     "trainer/algorithms/impala/config.py": "RLlib's IMPALA trains PPO's default module "
     "(DefaultPPOTorchRLModule; here its numpy twin, PolicyModule)",
     "trainer/algorithms/appo/config.py": "RLlib's APPOConfig subclasses IMPALAConfig",

@@ -492,16 +492,21 @@ class SACModule(FlatParameterModule, QNetAPI):
     @classmethod
     def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> SACModule:
         model_config = spec._get_model_config()
-        twin_q = model_config.pop("twin_q", True)
         module = cls(
             SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
             model_config,
-            twin_q=bool(twin_q),
+            **cls._settings_from(model_config),
             seed=seed,
             inference_only=bool(getattr(spec, "inference_only", False)),
         )
         module._remember_spaces(spec.observation_space, spec.action_space)
         return module
+
+    @classmethod
+    def _settings_from(cls, model_config: dict) -> dict[str, Any]:
+        """The algorithm's keys of a spec's model config (taken out of it), as this class's
+        keyword arguments: SAC's `twin_q`."""
+        return {"twin_q": bool(model_config.pop("twin_q", True))}
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         args, kwargs = super().get_ctor_args_and_kwargs()

@@ -1,13 +1,14 @@
 """TQC's presets for the main job: RLlib 2.60's tuned example
-(`rllib/examples/algorithms/tqc/pendulum_tqc.py`) for Pendulum-v1, and rl-zoo's TQC entry
-(rl-baselines3-zoo `hyperparams/tqc.yml`) for MountainCarContinuous-v0 (see
-`trainer.cli.presets` and `bench/compare.py`)."""
+(`rllib/examples/algorithms/tqc/pendulum_tqc.py`) and one tuned here for Pendulum-v1, and for
+MountainCarContinuous-v0 SAC's preset tuned from rl-zoo's entry, which is rl-zoo's TQC entry
+too (see `trainer.cli.presets` and `bench/compare.py`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from trainer.algorithms.presets import TUNED_HERE, Preset
+from trainer.algorithms.sac.presets import MOUNTAINCAR_CONTINUOUS
 
 #: RLlib's pendulum_tqc.py, at one learner (its rates scale with the learners' count).
 _PENDULUM_TRAINING: dict[str, Any] = {
@@ -66,39 +67,6 @@ _PENDULUM_FAST: dict[str, dict[str, Any]] = {
     "reporting": {"metrics_num_episodes_for_smoothing": 5},
 }
 
-#: MountainCarContinuous-v0, rl-zoo's TQC entry (the same as its SAC entry: lr 3e-4, batch
-#: 512, buffer 50k, gamma 0.9999, tau 0.01, ent_coef 0.1, 32 updates per 32 env steps, 64x64
-#: networks, gSDE) less its gSDE, with what replaces it in SAC's preset here
-#: (`trainer.algorithms.sac.presets`): the policy head's biases start at 1 and learning
-#: starts after 20k env steps, so the buffer holds the goal's reward when the critics start.
-_MOUNTAINCAR_CONTINUOUS: dict[str, dict[str, Any]] = {
-    "env_runners": {"rollout_fragment_length": 32},
-    "training": {
-        "actor_lr": 1e-3,
-        "critic_lr": 1e-3,
-        "initial_alpha": 0.1,
-        "alpha_lr": 0.0,  # rl-zoo's fixed ent_coef 0.1
-        "gamma": 0.9999,
-        "tau": 0.01,
-        "train_batch_size_per_learner": 256,
-        "training_intensity": 256,
-        "replay_buffer_config": {"type": "EpisodeReplayBuffer", "capacity": 50000},
-        "num_steps_sampled_before_learning_starts": 20000,
-    },
-    "rl_module": {
-        "model_config": {
-            "fcnet_hiddens": [64, 64],
-            "fcnet_activation": "relu",
-            "fusionnet_hiddens": [],
-            "fusionnet_activation": "relu",
-            "head_fcnet_kernel_initializer": "orthogonal_",
-            "head_fcnet_kernel_initializer_kwargs": {"gain": 0.01},
-            "head_fcnet_bias_initializer": "constant_",
-            "head_fcnet_bias_initializer_kwargs": {"val": 1.0},
-        }
-    },
-}
-
 #: env name -> preset (`AlgorithmEntry.presets`).
 PRESETS: dict[str, Preset] = {
     "Pendulum-v1": Preset(
@@ -113,7 +81,11 @@ PRESETS: dict[str, Preset] = {
     ),
     "MountainCarContinuous-v0": Preset(
         source=TUNED_HERE,
-        settings=_MOUNTAINCAR_CONTINUOUS,
+        # rl-zoo's TQC entry is its SAC entry (lr 3e-4, batch 512, buffer 50k, gamma 0.9999,
+        # tau 0.01, ent_coef 0.1, 32 updates per 32 env steps, 64x64 networks, gSDE), so SAC's
+        # preset tuned here from it serves (without gSDE: the policy head's biases start at 1,
+        # learning starts after 20k env steps).
+        settings=MOUNTAINCAR_CONTINUOUS,
         stop_reward=90.0,
         stop_timesteps=100_000,
     ),

@@ -16,7 +16,6 @@ mixture."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -104,16 +103,6 @@ class DefaultTQCTorchRLModule(DefaultSACTorchRLModule):
 
     def _main_networks(self) -> dict[str, nn.Module]:
         return {"qf_encoders": self.qf_encoders, "qf_heads": self.qf_heads}
-
-    def make_target_networks(self) -> None:
-        for name, main in self._main_networks().items():
-            target = getattr(self, f"target_{name}", None)
-            if target is None:
-                target = copy.deepcopy(main)
-                target.requires_grad_(False)
-                setattr(self, f"target_{name}", target)
-            else:
-                target.load_state_dict(main.state_dict())
 
     def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
         """Each critic's encoder and head with its target's (RLlib's pairs)."""

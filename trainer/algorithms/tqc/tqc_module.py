@@ -60,20 +60,16 @@ class TQCModule(SACModule):
         return [(f"qf_encoders.{i}", f"qf_heads.{i}") for i in range(self.n_critics)]
 
     @classmethod
-    def from_rl_module_spec(cls, spec: Any, seed: int | None = None) -> TQCModule:
-        model_config = spec._get_model_config()
+    def _settings_from(cls, model_config: dict) -> dict[str, Any]:
+        """TQC's keys of a spec's model config (taken out of it): `n_quantiles`, `n_critics`
+        (SAC's `twin_q` and the target's `top_quantiles_to_drop_per_net` have no effect on
+        the networks)."""
         model_config.pop("twin_q", None)
         model_config.pop("top_quantiles_to_drop_per_net", None)
-        module = cls(
-            SpaceInfo.from_spaces(spec.observation_space, spec.action_space),
-            model_config,
-            n_quantiles=int(model_config.pop("n_quantiles", 25)),
-            n_critics=int(model_config.pop("n_critics", 2)),
-            seed=seed,
-            inference_only=bool(getattr(spec, "inference_only", False)),
-        )
-        module._remember_spaces(spec.observation_space, spec.action_space)
-        return module
+        return {
+            "n_quantiles": int(model_config.pop("n_quantiles", 25)),
+            "n_critics": int(model_config.pop("n_critics", 2)),
+        }
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
         args, kwargs = super().get_ctor_args_and_kwargs()
