@@ -31,7 +31,7 @@ RLModules, connector pieces other than FlattenObservations, DQN) stop on the typ
 names it.
 
 Scripts RLlib 2.60 has but its wheel does not ship (`NOT_IN_WHEEL` in
-`bench/rllib_example_args.py`: the tuned SAC, APPO and IMPALA examples of
+`bench/rllib_example_args.py`: the tuned SAC, APPO, IMPALA and TQC examples of
 `rllib/examples/algorithms/`) run
 from `--extra-root DIR`, a folder laid out as `rllib/examples` (a checkout of ray-project/ray's):
 without it they are left out of the runs.
@@ -483,7 +483,8 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
         "(`python -m trainer run SCRIPT ARGS`, see [porting.md](porting.md)) with the "
         "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
         "`bench/rllib_example_args.py`), in its own process with a time limit. RLlib's "
-        "tuned SAC, APPO and IMPALA examples (`algorithms/sac/`, `appo/`, `impala/`), which "
+        "tuned SAC, APPO, IMPALA and TQC examples (`algorithms/sac/`, `appo/`, `impala/`, "
+        "`tqc/`), which "
         "the wheel does not ship, run the same way from a checkout of ray-project/ray "
         "(`--extra-root`).",
         "",
@@ -562,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         metavar="DIR",
         help="a folder laid out as rllib/examples (a checkout of ray-project/ray's) holding the "
-        "scripts the wheel does not ship (NOT_IN_WHEEL: RLlib's tuned SAC, APPO and IMPALA "
+        "scripts the wheel does not ship (NOT_IN_WHEEL: RLlib's tuned SAC, APPO, IMPALA and TQC "
         "examples); they run too",
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")

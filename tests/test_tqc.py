@@ -341,6 +341,7 @@ def _bandit(framework: str = "numpy", **training) -> TQCConfig:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_tqc_learns_a_continuous_bandit_and_not_without_rates(framework):
     """A short seeded run with one EnvRunner process: the greedy policy's squared error falls
@@ -386,6 +387,7 @@ def _weights(algo: Algorithm) -> dict[str, np.ndarray]:
     return {name: np.asarray(value) for name, value in algo.get_module().get_state().items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_checkpoint_resume_is_exact(tmp_path, framework):
     if framework == "torch":
@@ -410,13 +412,12 @@ def test_checkpoint_resume_is_exact(tmp_path, framework):
     finally:
         resumed.stop()
     assert state.keys() == expected.keys()
-    assert any("qf_encoders.2" in name or "qf_heads.1" in name for name in state) or any(
-        "qf_heads.1" in name for name in state
-    )
+    assert any(name.startswith("qf_heads.1") for name in state)  # (both critics' weights)
     for name, weights in expected.items():
         np.testing.assert_array_equal(state[name], weights, err_msg=name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_multi_agent_tqc_trains_a_learner_per_module(framework):
     if framework == "torch":
@@ -508,6 +509,7 @@ print("qf_loss" in result["learners"]["default_policy"])
 
 
 @pytest.mark.cli
+@pytest.mark.slow
 def test_an_rllib_tqc_script_runs_through_the_launcher(tmp_path):
     pytest.importorskip("torch")
     ran = run_script(tmp_path, RLLIB_TQC_SCRIPT)
