@@ -460,14 +460,20 @@ def run_header(timeout_s: float, jobs: int, commit: str, started: str, load: flo
     ]
 
 
+#: Where `bench/rllib_tests.py`'s section of the page begins (its `PAGE_MARKERS[0]`).
+UNIT_TESTS_SECTION = "<!-- rllib unit tests: begin -->"
+
+
 def page_header() -> list[str]:
     """The page's own `run_header` lines and the lines of earlier merges (kept when some rows
     are merged in; a later merge's rows replace an earlier one's)."""
     if not PAGE.exists():
         return []
+    # (The examples' part of the page: the unit tests' section, after it, has its own lines.)
+    text = PAGE.read_text(encoding="utf-8").split(UNIT_TESTS_SECTION)[0]
     return [
         line
-        for line in PAGE.read_text(encoding="utf-8").splitlines()
+        for line in text.splitlines()
         if line.startswith(("- date: ", "- commit: ", "- machine: ", "- rows of "))
     ]
 

@@ -653,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
         merged_runs += [run for path, run in rerun.items() if path not in kept.runs]
         cells = {path: cell for path, cell in kept.cells.items() if path not in rerun}
         note = (
-            f"- rows of {', '.join(f'`{text}`' for text in args.only)} re-run: {started}, "
+            f"- files {', '.join(f'`{text}`' for text in args.only)} re-run: {started}, "
             f"commit {commit}, load average {load:.1f} at the start, time limit "
             f"{args.timeout:.0f} s, {args.jobs} at a time; the other rows are from the runs above"
         )
