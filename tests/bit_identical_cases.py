@@ -448,6 +448,18 @@ def _blas() -> str:
         return "unknown"
 
 
+def _blas_kernel() -> str:
+    """The kernels of numpy's BLAS (OpenBLAS picks them per CPU; `OPENBLAS_CORETYPE` forces
+    others, whose sums round differently in the last bits)."""
+    from threadpoolctl import threadpool_info
+
+    return ", ".join(
+        f"{pool.get('internal_api')} {pool.get('architecture')}"
+        for pool in threadpool_info()
+        if pool.get("user_api") == "blas" and "numpy" in str(pool.get("filepath"))
+    )
+
+
 def fingerprint() -> dict[str, str]:
     """What a run's last bits depend on besides the code: the libraries and the CPU."""
     try:
@@ -463,6 +475,7 @@ def fingerprint() -> dict[str, str]:
         "machine": platform.machine(),
         "cpu": _cpu_model(),
         "blas": _blas(),
+        "blas_kernel": _blas_kernel(),
     }
 
 
