@@ -544,7 +544,7 @@ def test_bad_flags_are_rejected_naming_the_flag(argv, message, capsys, tmp_path,
         (
             '{"algo": "A3C"}',
             "json",
-            "algo='A3C'; allowed: APPO, BC, CQL, DQN, IMPALA, IQL, MARWIL, PPO",
+            "algo='A3C'; allowed: APPO, BC, CQL, DQN, DreamerV3, IMPALA, IQL, MARWIL, PPO",
         ),
     ],
 )
@@ -804,7 +804,7 @@ def test_envs_without_a_tuned_example_say_so_and_train_with_the_defaults(tmp_pat
         "no preset: neither RLlib 2.60 nor this project has tuned settings for PPO on "
         "'FrozenLake-v1' (presets: PPO on CartPole-v1, DQN on CartPole-v1, APPO on "
         "CartPole-v1, PPO on MultiAgentCartPole, PPO on Pendulum-v1, SAC on Pendulum-v1, APPO "
-        "on Pendulum-v1, PPO on Acrobot-v1, "
+        "on Pendulum-v1, TQC on Pendulum-v1, PPO on Acrobot-v1, "
     )
     assert first.endswith("); RLlib's default settings")
     # Only the flags' settings differ from RLlib's defaults (lr stays RLlib's 5e-05).

@@ -23,7 +23,7 @@ import pytest
 from cli_in_process import run_cli
 
 import trainer
-from trainer import launcher
+from trainer import capabilities, launcher
 from trainer.launcher import RLlibNotAvailable, table
 from trainer.launcher.finder import RLlibStandIn, real_tune_available
 from trainer.launcher.script import script_uses_tune_runner
@@ -190,22 +190,22 @@ def test_exception_prints_the_scripts_traceback_and_exits_1(tmp_path):
     assert lines[-1] == "ValueError: boom in the script"
 
 
-DREAMER_AT_THE_TOP = """
+CATALOG_AT_THE_TOP = """
 import argparse
 from ray.rllib.algorithms.ppo import PPOConfig
-from ray.rllib.algorithms.dreamerv3 import DreamerV3Config  # only the --algo DreamerV3 branch
-from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3
+from ray.rllib.algorithms.dreamerv3.dreamerv3_catalog import DreamerV3Catalog  # --catalog only
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-class MyDreamer(DreamerV3):  # defined, never made
+class MyCatalog(DreamerV3Catalog):  # defined, never made
     pass
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--algo", default="PPO")
+parser.add_argument("--catalog", action="store_true")
 args = parser.parse_args()
-config_class = DreamerV3Config if args.algo == "DreamerV3" else PPOConfig
+if args.catalog:
+    catalog = DreamerV3Catalog(None, None, {})
 config = (
-    config_class()
+    PPOConfig()
     .environment("CartPole-v1")
     .env_runners(num_env_runners=1, rollout_fragment_length=50)
     .training(train_batch_size=100, minibatch_size=50, num_epochs=1)
@@ -217,37 +217,36 @@ print("trained", result[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME])
 
 
 @pytest.mark.slow
-def test_an_algorithm_module_imported_at_the_top_is_refused_only_when_used(tmp_path):
-    """A script that imports DreamerV3Config at its top and trains PPO runs; the same script
-    told to use DreamerV3 stops at `DreamerV3Config()` with the typed refusal, reported with its
-    capability."""
-    trained = run_script(tmp_path, DREAMER_AT_THE_TOP)
+def test_a_module_imported_at_the_top_is_refused_only_when_used(tmp_path):
+    """A script that imports a class with no counterpart here (RLlib's DreamerV3Catalog) at
+    its top and trains PPO runs; the same script told to use it stops at `DreamerV3Catalog()`
+    with the typed refusal, reported with its capability."""
+    trained = run_script(tmp_path, CATALOG_AT_THE_TOP)
     assert trained.returncode == 0, trained.stderr[-3000:]
     assert "trained 100" in trained.stdout
 
     report = tmp_path / "report.json"
-    script = tmp_path / "dreamer.py"
-    script.write_text(DREAMER_AT_THE_TOP)
+    script = tmp_path / "catalog.py"
+    script.write_text(CATALOG_AT_THE_TOP)
     env = dict(os.environ, PYTHONPATH=str(REPO), LOCALRL_LAUNCHER_REPORT=str(report))
     env.pop(launcher.ENV_VAR, None)
     result = run_cli(
-        "run", str(script), "--algo", "DreamerV3", cwd=os.getcwd(), env=env, timeout=RUN_TIMEOUT_S
+        "run", str(script), "--catalog", cwd=os.getcwd(), env=env, timeout=RUN_TIMEOUT_S
     )
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
     assert last_line.startswith(
-        "trainer.errors.RLlibNotAvailable: ray.rllib.algorithms.dreamerv3.dreamerv3."
-        "DreamerV3Config is not available in localrl: it needs algorithms not implemented "
-        "here; used: DreamerV3Config()"
+        "trainer.errors.RLlibNotAvailable: ray.rllib.algorithms.dreamerv3.dreamerv3_catalog."
+        "DreamerV3Catalog is not available in localrl"
     ), result.stderr[-3000:]
-    assert "PPOConfig" in last_line
-    assert re.search(r'dreamer\.py", line \d+.*\n +config_class\(\)', result.stderr)  # the use
+    assert "used: DreamerV3Catalog()" in last_line
+    assert re.search(r'catalog\.py", line \d+.*\n +catalog = DreamerV3Catalog', result.stderr)
     written = json.loads(report.read_text())
     assert (written["outcome"], written["code"], written["type"], written["capability"]) == (
         "error",
         1,
         "RLlibNotAvailable",
-        table.OTHER_ALGORITHMS,
+        capabilities.TORCH,
     )
 
 
@@ -531,28 +530,23 @@ def test_notebook_switch_off_leaves_no_stand_in_on_the_installed_rays_modules():
 
 
 def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook):
-    from ray.rllib.algorithms.dreamerv3 import DreamerV3, DreamerV3Config
-    from ray.rllib.algorithms.dreamerv3 import DreamerV3Config as from_the_package
-    from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3Config as from_its_module
+    from ray.rllib.algorithms.dreamerv3 import dreamerv3_catalog as module
+    from ray.rllib.algorithms.dreamerv3.dreamerv3_catalog import DreamerV3Catalog
     from ray.tune import CheckpointConfig, Tuner
     from ray.tune.logger import TBXLoggerCallback
     from ray.tune.stopper import MaximumIterationStopper
 
     from trainer.errors import NotSupported
 
-    assert DreamerV3Config is from_the_package is from_its_module  # one class, as in RLlib
-    assert not isinstance(trainer.PPOConfig(), DreamerV3Config)
+    assert DreamerV3Catalog is module.DreamerV3Catalog  # one class, as in RLlib
+    assert not isinstance(trainer.PPOConfig(), DreamerV3Catalog)
 
-    class MyDreamer(DreamerV3):  # a script's subclass can be defined...
+    class MyCatalog(DreamerV3Catalog):  # a script's subclass can be defined...
         pass
 
     uses = {  # ...and each use fails, naming the RLlib name, the capability and the use
-        "DreamerV3Config()": (lambda: DreamerV3Config(), table.OTHER_ALGORITHMS),
-        "DreamerV3.get_default_config": (
-            lambda: DreamerV3.get_default_config(),
-            table.OTHER_ALGORITHMS,
-        ),
-        "MyDreamer()": (lambda: MyDreamer(), table.OTHER_ALGORITHMS),
+        "DreamerV3Catalog()": (lambda: DreamerV3Catalog(), capabilities.TORCH),
+        "MyCatalog()": (lambda: MyCatalog(), capabilities.TORCH),
         "Tuner()": (lambda: Tuner("PPO"), table.TUNE),
         "CheckpointConfig()": (lambda: CheckpointConfig(num_to_keep=1), table.TUNE),
         "TBXLoggerCallback()": (lambda: TBXLoggerCallback(), table.TUNE),
@@ -568,8 +562,10 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
     with pytest.raises(RLlibNotAvailable, match="used: run()"):
         importlib.import_module("ray.tune").run("PPO")
     # a name RLlib does not have either is no placeholder: Python's own error, as under RLlib
-    with pytest.raises(ImportError, match="cannot import name 'DreamerV3Confg'"):
-        from ray.rllib.algorithms.dreamerv3 import DreamerV3Confg  # noqa: F401
+    with pytest.raises(ImportError, match="cannot import name 'DreamerV3Catalg'"):
+        from ray.rllib.algorithms.dreamerv3.dreamerv3_catalog import (  # noqa: F401
+            DreamerV3Catalg,
+        )
     # this project's Tune front needs real Tune (it would bind the placeholders)
     imported_before = sys.modules.pop("trainer.tune", None)
     try:

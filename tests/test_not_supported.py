@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from trainer import DQNConfig, PPOConfig, capabilities
-from trainer.algorithms import get_trainable_cls
+from trainer.algorithms import get_trainable_cls, registry
 from trainer.compat.rllib_settings import Unsupported
 from trainer.connectors.env_to_module import MeanStdFilter
 from trainer.errors import (
@@ -48,11 +48,18 @@ def _refusal(call) -> NotSupported:
     return raised.value
 
 
-def test_get_trainable_cls_of_another_rllib_algorithm_is_a_refusal_and_a_value_error():
-    refused = _refusal(lambda: get_trainable_cls("DreamerV3"))
+def test_get_trainable_cls_of_another_rllib_algorithm_is_a_refusal_and_a_value_error(
+    monkeypatch,
+):
+    # Every algorithm RLlib 2.60 registers is here; the refusal stays for a name the registry
+    # lists as RLlib's and does not have (one is made up here).
+    for name in ("APPO", "BC", "CQL", "DQN", "DreamerV3", "IMPALA", "IQL", "MARWIL", "PPO", "SAC"):
+        assert get_trainable_cls(name).__name__ == name
+    monkeypatch.setattr(registry, "OTHER_RLLIB_ALGORITHM_NAMES", ("NewAlgorithm",))
+    refused = _refusal(lambda: get_trainable_cls("NewAlgorithm"))
     assert isinstance(refused, ValueError)
     assert refused.capability == capabilities.OTHER_ALGORITHMS
-    assert "DreamerV3" in str(refused) and "PPO" in str(refused)
+    assert "NewAlgorithm" in str(refused) and "PPO" in str(refused)
     with pytest.raises(ValueError) as typo:  # a name RLlib does not have either: no refusal
         get_trainable_cls("PPPO")
     assert not isinstance(typo.value, NotSupported)
@@ -104,7 +111,7 @@ def test_an_action_leaf_without_distribution_is_refused_from_the_env_runner_with
 
 def test_the_launchers_refusal_is_the_same_type():
     refused = RLlibNotAvailable(
-        "ray.rllib.algorithms.dreamerv3.DreamerV3", capabilities.OTHER_ALGORITHMS
+        "ray.rllib.examples.algorithms.classes.vpg.Other", capabilities.OTHER_ALGORITHMS
     )
     assert isinstance(refused, NotSupported) and isinstance(refused, ImportError)
     again = pickle.loads(pickle.dumps(refused))

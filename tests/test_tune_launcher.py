@@ -106,18 +106,14 @@ def test_with_real_ray_ray_tune_is_tunes_own_seen_through_the_front():
 
 @pytest.mark.ray
 @needs_tune
-def test_with_real_tune_rllibs_other_algorithms_are_one_typed_refusal():
-    from trainer.capabilities import OTHER_ALGORITHMS
-    from trainer.errors import NotSupported
+def test_with_real_tune_rllibs_algorithm_names_are_this_projects_algorithms():
+    from trainer.algorithms.dreamerv3 import DreamerV3
 
     launcher.install(real_ray=True)
     try:
         from ray.tune.registry import get_trainable_cls
 
-        with pytest.raises(NotSupported) as refused:
-            get_trainable_cls("DreamerV3")
-        assert isinstance(refused.value, ValueError)
-        assert refused.value.capability == OTHER_ALGORITHMS
+        assert get_trainable_cls("DreamerV3") is DreamerV3
     finally:
         launcher.uninstall()
 
@@ -181,7 +177,7 @@ def test_a_search_file_keeps_its_search_spaces_at_their_settings(tmp_path):
     ("text", "expected"),
     [
         ("lrr = 1", "lrr: not a key of a search file; allowed: algo"),
-        ("algo = 'DreamerV3'", "algo = 'DreamerV3'"),
+        ("algo = 'PPPO'", "algo = 'PPPO'"),
         ("mode = 'best'\nmetric = 'x'", "mode = 'best': must be 'max' or 'min'"),
         ("metric = 'x'", "metric and mode: give both or neither"),
         ("num_samples = 0", "num_samples = 0: must be a whole number >= 1"),

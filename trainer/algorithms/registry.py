@@ -43,6 +43,7 @@ ALGORITHM_PACKAGES: dict[str, str] = {
     "IQL": "trainer.algorithms.iql",
     "IMPALA": "trainer.algorithms.impala",
     "APPO": "trainer.algorithms.appo",
+    "DreamerV3": "trainer.algorithms.dreamerv3",
     "TQC": "trainer.algorithms.tqc",
 }
 #: The algorithms' names, in registry order (`get_trainable_cls`, `--algo`, Tune's registry).
@@ -52,7 +53,7 @@ DEFAULT_ALGORITHM = ALGORITHM_NAMES[0]
 
 #: The other algorithms RLlib 2.60 registers (`ray.rllib.algorithms.registry`): asked for by
 #: name, they are refused with `UnsupportedValue` (a typo stays a plain `ValueError`).
-OTHER_RLLIB_ALGORITHM_NAMES = ("DreamerV3",)
+OTHER_RLLIB_ALGORITHM_NAMES: tuple[str, ...] = ()
 
 #: The name of the module-level `AlgorithmEntry` in each algorithm's package.
 ENTRY_ATTRIBUTE = "ALGORITHM"

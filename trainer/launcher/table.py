@@ -288,7 +288,7 @@ GENERIC_PREFIXES: dict[str, str] = {
 }
 
 #: RLlib's algorithm packages (`ray.rllib.algorithms.<name>`) other than the registered ones.
-OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "dreamerv3", "impala", "iql", "marwil")
+OTHER_ALGORITHM_PACKAGES = ("appo", "bc", "cql", "impala", "iql", "marwil")
 #: Ray Tune's modules of its experiment runner (`ray.tune.<name>`: loggers, searchers,
 #: schedulers, stoppers, callbacks, ...). Under Ray's stand-in they import and each of their
 #: names fails when used; the launcher runs a script that uses one on real Ray
@@ -477,10 +477,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray.tune.logger": {"*": Unavailable(TUNE, _TUNE_ON_REAL_RAY)},
     "ray.rllib.algorithms.algorithm_config": {
         "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
-    },
-    "ray.rllib.algorithms": {
-        name: Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS)
-        for name in ("DreamerV3", "DreamerV3Config")
     },
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),

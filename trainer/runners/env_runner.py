@@ -1375,12 +1375,20 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         states, prev_actions, prev_rewards = step_inputs(
             self.module, [record.episode for record in self._sub_env_records]
         )
+        # A module that draws in its forward (DreamerV3's latent states) draws from a seed of
+        # this runner's generator: seeded runs and restored runners draw alike.
+        seed = (
+            int(self._rng.integers(2**63))
+            if getattr(self.module, "draws_in_forward", False)
+            else None
+        )
         dist_inputs, state_out = self.module.dist_inputs_and_state(
             obs_batch,
             states,
             explore=explore,
             prev_actions=prev_actions,
             prev_rewards=prev_rewards,
+            **({} if seed is None else {"seed": seed}),
         )
         return dist_inputs, [tree_rows(state_out, i) for i in range(self.num_envs)]
 

@@ -159,8 +159,15 @@ class TorchModuleView:
         self.stateful = bool(rl_module.is_stateful())
         model_config = rl_module.model_config if isinstance(rl_module.model_config, dict) else {}
         #: The extra inputs a recurrent default module asks for (RLlib's prev-action/-reward).
-        self.needs_prev_actions = self.stateful and bool(model_config.get("lstm_use_prev_action"))
+        self.needs_prev_actions = self.stateful and bool(
+            model_config.get("lstm_use_prev_action")
+            or getattr(rl_module, "uses_prev_actions", False)
+        )
         self.needs_prev_rewards = self.stateful and bool(model_config.get("lstm_use_prev_reward"))
+        #: Whether the module's acting forward draws from torch's generator itself (a module's
+        #: `draws_in_forward`, DreamerV3's latent states): the EnvRunners then seed each
+        #: forward from their own generator (`dist_inputs_and_state(seed=...)`).
+        self.draws_in_forward = bool(getattr(rl_module, "draws_in_forward", False))
         #: The numpy forward pass of a default module (None: the module's own, in torch).
         self._numpy: NumpyInference | None = numpy_inference(rl_module)
 
@@ -264,11 +271,14 @@ class TorchModuleView:
         *,
         prev_actions: np.ndarray | None = None,
         prev_rewards: np.ndarray | None = None,
+        seed: int | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """One step of a recurrent module for a batch of `B` sub-envs: `obs` `(B, ...)`,
         `state` the carried states batched (each leaf `(B, ...)`); returns the distribution
         inputs `(B, ...)` and the state out (each leaf `(B, ...)`), numpy. The module sees a
-        time axis of one (`(B, 1, ...)`), as RLlib's EnvRunner feeds it."""
+        time axis of one (`(B, 1, ...)`), as RLlib's EnvRunner feeds it. `seed`: the forward
+        draws from torch's generator seeded with it (torch's global generator is left as it
+        was), for a module that draws in its forward (`draws_in_forward`)."""
         batch: dict[str, Any] = {
             Columns.OBS: tree_map(lambda leaf: leaf[:, None], obs),
             Columns.STATE_IN: state,
@@ -277,7 +287,12 @@ class TorchModuleView:
             batch["prev_actions"] = prev_actions[:, None]
         if prev_rewards is not None:
             batch["prev_rewards"] = prev_rewards[:, None]
-        out = self.forward_exploration(batch) if explore else self.forward_inference(batch)
+        if seed is None:
+            out = self.forward_exploration(batch) if explore else self.forward_inference(batch)
+        else:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                out = self.forward_exploration(batch) if explore else self.forward_inference(batch)
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
         state_out = out.get(Columns.STATE_OUT)
         if inputs is None or state_out is None:
