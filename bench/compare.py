@@ -3,8 +3,8 @@
 Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, LunarLander-v3,
 MountainCarContinuous-v0 and LunarLanderContinuous-v3; DQN on the discrete ones (CartPole-v1,
 Acrobot-v1, MountainCar-v0, LunarLander-v3); SAC on the continuous ones (Pendulum-v1,
-MountainCarContinuous-v0, LunarLanderContinuous-v3); TQC on Pendulum-v1 and
-MountainCarContinuous-v0 against Stable-Baselines3-contrib's TQC. The LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
+MountainCarContinuous-v0, LunarLanderContinuous-v3); TQC on Pendulum-v1 against
+Stable-Baselines3-contrib's TQC. The LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
 with a line saying so.
 
 Settings: here the main job's preset for (algorithm, env) (`trainer/cli/presets.py`: settings
@@ -88,7 +88,6 @@ TASKS = {
     "sac_mountaincar_continuous": Task("SAC", "MountainCarContinuous-v0", 90.0, 100_000),
     "sac_lunarlander_continuous": Task("SAC", "LunarLanderContinuous-v3", 200.0, 1_000_000),
     "tqc_pendulum": Task("TQC", "Pendulum-v1", -200.0, 60_000),
-    "tqc_mountaincar_continuous": Task("TQC", "MountainCarContinuous-v0", 90.0, 100_000),
 }
 
 #: Where the Stable-Baselines3 settings come from.
@@ -292,10 +291,6 @@ RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
         "policy_kwargs": {"net_arch": [400, 300]},
     },
 }
-
-
-# rl-zoo's TQC entry for MountainCarContinuous is its SAC entry.
-RL_ZOO["TQC", "MountainCarContinuous-v0"] = dict(RL_ZOO["SAC", "MountainCarContinuous-v0"])
 
 
 def linear_schedule(initial: float) -> Callable[[float], float]:

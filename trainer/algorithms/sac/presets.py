@@ -83,7 +83,7 @@ _PENDULUM_FAST: dict[str, dict[str, Any]] = {
 #: step (still 32 updates after each 32-step fragment, each half the work) and lr 1e-3: seeds
 #: 0-2 reached a mean return of 90 over 100 episodes at 39k, 36k and 41k env steps, in 60-77 s
 #: on a 2-core Intel Xeon (two runs at a time), against 41k steps in 266 s before.
-MOUNTAINCAR_CONTINUOUS: dict[str, dict[str, Any]] = {
+_MOUNTAINCAR_CONTINUOUS: dict[str, dict[str, Any]] = {
     "env_runners": {"rollout_fragment_length": 32},
     "training": {
         "actor_lr": 1e-3,
@@ -174,7 +174,7 @@ PRESETS: dict[str, Preset] = {
     ),
     "MountainCarContinuous-v0": Preset(
         source=TUNED_HERE,
-        settings=MOUNTAINCAR_CONTINUOUS,
+        settings=_MOUNTAINCAR_CONTINUOUS,
         stop_reward=90.0,
         stop_timesteps=100_000,
     ),
