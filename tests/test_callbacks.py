@@ -253,7 +253,9 @@ def test_custom_metrics_from_all_runners_merge_into_env_runner_results():
         metrics_logger.log_value("episode_steps_total", len(episode), reduce="sum")
         metrics_logger.log_value("runner_index_max", env_runner.worker_index, reduce="max")
 
-    algo = small_ppo(2).callbacks(on_episode_end=log_len).build()
+    # Seeded: an untrained policy's CartPole episode may outlast a runner's 100 steps (then
+    # that runner ends none in the iteration); with this seed each runner ends some.
+    algo = small_ppo(2).callbacks(on_episode_end=log_len).debugging(seed=0).build()
     result = algo.train()
     algo.stop()
     env_runners = result["env_runners"]
