@@ -89,6 +89,17 @@ LEARNER_ONLY_KEY = "learner_only_modules"
 _ADAM_STATE_KEYS = ("exp_avg", "exp_avg_sq", "step")
 
 
+def generator_state_for(seed: int | None, stream: int) -> torch.Tensor:
+    """A torch CPU generator state for a learner's own draws: seeded from `seed` in a stream
+    of its own (`[seed, stream]`, as the numpy learners' generators), or fresh."""
+    generator = torch.Generator()
+    if seed is None:
+        generator.seed()
+    else:
+        generator.manual_seed(int(np.random.SeedSequence([seed, stream]).generate_state(1)[0]))
+    return generator.get_state()
+
+
 class TorchThreads:
     """Runs a learner's update on one torch thread, unless the user sized the thread pools
     (`OMP_NUM_THREADS` / `MKL_NUM_THREADS` / `OPENBLAS_NUM_THREADS`): the policy of

@@ -41,7 +41,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
-from trainer.torch_rl.learner import ParamDict, TorchLearner, adam_kernel
+from trainer.torch_rl.learner import ParamDict, TorchLearner, adam_kernel, generator_state_for
 from trainer.torch_rl.torch_utils import clip_gradients
 from trainer.util.state_checks import StateError
 
@@ -53,16 +53,6 @@ WORLD_MODEL = "world_model"
 ACTOR = "actor"
 CRITIC = "critic"
 ADAM_EPS = {WORLD_MODEL: 1e-8, ACTOR: 1e-5, CRITIC: 1e-5}
-
-
-def _rng_state_for(seed: int | None) -> torch.Tensor:
-    """A torch CPU generator state of the learner's own stream (seeded from `seed`)."""
-    generator = torch.Generator()
-    if seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(int(np.random.SeedSequence([seed, 0xD3E]).generate_state(1)[0]))
-    return generator.get_state()
 
 
 class DreamerV3TorchLearner(TorchLearner):
@@ -95,7 +85,7 @@ class DreamerV3TorchLearner(TorchLearner):
             ).keeping_obs_shape()
         )
         self.discrete = isinstance(rl_module.action_space, gym.spaces.Discrete)
-        self._rng_state = _rng_state_for(getattr(config, "seed", None))
+        self._rng_state = generator_state_for(getattr(config, "seed", None), 0xD3E)
 
     # -- optimizers ----------------------------------------------------------------------------
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:

@@ -69,7 +69,7 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TD_ERROR_KEY,
 )
-from trainer.torch_rl.learner import TorchLearner, adam_kernel
+from trainer.torch_rl.learner import TorchLearner, adam_kernel, generator_state_for
 from trainer.torch_rl.target_networks import update_target_network, with_target_networks
 from trainer.util.state_checks import StateError, require_float_array, require_int
 
@@ -90,17 +90,6 @@ def target_entropy_for(config: SACConfig, action_space: gym.Space) -> float:
     if value is None or value == "auto":
         return -float(np.prod(action_space.shape or ()))
     return float(value)
-
-
-def _rng_state_for(seed: int | None) -> torch.Tensor:
-    """A torch CPU generator state: seeded from `seed` (a stream of its own, as the numpy
-    learner's `[seed, 0x5AC]`), or fresh."""
-    generator = torch.Generator()
-    if seed is None:
-        generator.seed()
-    else:
-        generator.manual_seed(int(np.random.SeedSequence([seed, 0x5AC]).generate_state(1)[0]))
-    return generator.get_state()
 
 
 class SACTorchLearner(TorchLearner):
@@ -165,7 +154,7 @@ class SACTorchLearner(TorchLearner):
         #: The sampled env step of the last target network update.
         self.last_target_update_step = 0
         #: The state of the generator the module's draws use during an update.
-        self._rng_state = _rng_state_for(config.seed)
+        self._rng_state = generator_state_for(config.seed, 0x5AC)
         #: The per-row TD errors the last loss computed (for the prioritized buffer).
         self.td_errors: torch.Tensor | None = None
 
