@@ -257,3 +257,25 @@ def test_the_runners_vector_env_is_reached_as_rllib_reaches_it(mode, vector_clas
         assert sum(len(e) for e in runner.sample(num_timesteps=10, random_actions=True)) >= 10
     finally:
         runner.stop()
+
+
+def test_random_actions_follow_the_seed_and_still_run_the_module():
+    """`sample(random_actions=True)`: the action space's draws, seeded from the runner's
+    generator (the same seed draws the same actions), with the module's distribution inputs
+    recorded at every step."""
+
+    def random_actions(seed):
+        algo = small_ppo(0).environment("CartPole-v1").debugging(seed=seed).build()
+        try:
+            episodes = algo.env_runner.sample(num_timesteps=40, random_actions=True)
+        finally:
+            algo.stop()
+        for episode in episodes:
+            inputs = episode.get_extra_model_outputs("action_dist_inputs")
+            assert len(inputs) == len(episode)
+        return np.concatenate([np.asarray(episode.get_actions()) for episode in episodes])
+
+    first = random_actions(0)
+    assert len(first) >= 40 and set(first.tolist()) == {0, 1}
+    np.testing.assert_array_equal(random_actions(0), first)
+    assert not np.array_equal(random_actions(1)[:40], first[:40])

@@ -54,7 +54,7 @@ from trainer.core.models import (
     SpaceInfo,
 )
 from trainer.core.obs_tree import tree_rows
-from trainer.core.recurrent import carried_states, step_inputs
+from trainer.core.recurrent import step_inputs
 from trainer.core.spaces import batch
 from trainer.env.curriculum import (
     NO_TASK,
@@ -1362,13 +1362,6 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             )
         return self._stateful
 
-    def _carried_states(self) -> Any:
-        """The state each sub-env's next step starts from, batched (RLlib's env-to-module
-        `AddStatesFromEpisodesToBatch`): read from its episode (the last `STATE_OUT`; the
-        module's initial state at an episode's start), so a restored runner goes on with the
-        states it had."""
-        return carried_states(self.module, [record.episode for record in self._sub_env_records])
-
     def _recurrent_forward(self, obs_batch: np.ndarray, explore: bool) -> tuple[Any, list]:
         """One step of a recurrent module: the distribution inputs and, per sub-env, the state
         out (recorded with the step as `Columns.STATE_OUT`, as RLlib does)."""
@@ -1397,34 +1390,33 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     ) -> tuple[np.ndarray, Any, np.ndarray, Any, list | None]:
         """The actions for every sub-env given the module's `observations`: (actions, the
         env's actions, their log-probabilities, the distribution inputs, and per sub-env the
-        recurrent state after this step: None for a stateless module). Random actions take no
-        forward pass: the env's action space draws them."""
+        recurrent state after this step: None for a stateless module). Random actions are
+        the env's action space's draws, with log-probability 0, the space seeded from this
+        runner's generator (so seeded and restored runners draw alike); the module still runs,
+        so that a recurrent state follows the episode and an episode that goes on from random
+        to the module's actions records its distribution inputs at every step."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
         module = self.module
         stateful = self._uses_stateful_module()
+        spaces = self.spaces
+        assert spaces is not None, "__init__ sets the spaces"
+        obs_batch = spaces.preprocess(observations)
         state_rows: list | None = None
+        if stateful:
+            dist_inputs, state_rows = self._recurrent_forward(obs_batch, explore)
+        elif module.framework is None:  # a numpy module: one forward for every phase
+            dist_inputs = module.dist_inputs(obs_batch)
+        else:  # a torch module's view: forward_exploration or forward_inference
+            dist_inputs = module.dist_inputs(obs_batch, explore=explore)
         if random_actions:
+            env.action_space.seed(int(self._rng.integers(2**63)))
             actions = env.action_space.sample()
             env_actions = actions
-            layout = self.spaces.action_layout if self.spaces is not None else None
-            if layout is not None:  # a composite space: the episodes record flat rows
-                actions = layout.flatten(actions)
+            if spaces.action_layout is not None:  # a composite space: flat rows recorded
+                actions = spaces.action_layout.flatten(actions)
             logp = np.zeros(self.num_envs, dtype=np.float32)
-            dist_inputs = None
-            if stateful:  # no forward pass: the states stay as they were
-                carried = self._carried_states()
-                state_rows = [tree_rows(carried, i) for i in range(self.num_envs)]
         else:
-            spaces = self.spaces
-            assert spaces is not None, "__init__ sets the spaces"
-            obs_batch = spaces.preprocess(observations)
-            if stateful:
-                dist_inputs, state_rows = self._recurrent_forward(obs_batch, explore)
-            elif module.framework is None:  # a numpy module: one forward for every phase
-                dist_inputs = module.dist_inputs(obs_batch)
-            else:  # a torch module's view: forward_exploration or forward_inference
-                dist_inputs = module.dist_inputs(obs_batch, explore=explore)
             acted = None if stateful else getattr(module, "module_acted", None)
             if self._module_to_env is not None:
                 dist_inputs, acted = self._module_to_env_outputs(dist_inputs, acted, explore)
