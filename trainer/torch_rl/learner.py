@@ -110,7 +110,9 @@ class TorchThreads:
     128, two 256x256 MLPs) on 2 cores took 4.4 s on one thread and 17.0 s on two while one
     other process kept a core busy; on idle cores, two threads took 2.9 s and one 4.2 s."""
 
-    def __init__(self, num_threads: int = 1):
+    def __init__(self, num_threads: int | None = 1):
+        #: The update's threads; None: torch's pool as it is (a learner whose update is a few
+        #: large products, which split well over the cores: DreamerV3's).
         self.num_threads = num_threads
         #: True when the user sized the pools: torch's thread count is then left alone.
         self.user_sized = user_sized_pools()
@@ -119,7 +121,7 @@ class TorchThreads:
     def __call__(self) -> Iterator[None]:
         """torch's intra-op pool at `num_threads` for the `with` block, then as it was."""
         previous = torch.get_num_threads()
-        if self.user_sized or previous == self.num_threads:
+        if self.user_sized or self.num_threads is None or previous == self.num_threads:
             yield
             return
         torch.set_num_threads(self.num_threads)

@@ -37,7 +37,9 @@ image observations (RLlib's CNN encoder and decoder) are refused.
 
 from __future__ import annotations
 
-from typing import Any, cast
+import contextlib
+import itertools
+from typing import Any, NamedTuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -100,6 +102,100 @@ def _flat(z: torch.Tensor) -> torch.Tensor:
     return z.reshape(z.shape[0], -1)
 
 
+def draw_one_hot(probs: torch.Tensor, rllib_draws: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(a one-hot draw from each categorical of `probs` (..., K), its class indices (...)).
+
+    One uniform per categorical against the cumulative probabilities (the inverse CDF): 1.1 ms
+    for the 32,768 categoricals of one dreamed step of the XS model, where torch's
+    `OneHotCategorical.sample` (RLlib's; `torch.multinomial`) takes 16.6 ms. `rllib_draws`:
+    RLlib's draws instead (the same draws as RLlib's module for a torch seed)."""
+    if rllib_draws:
+        one_hot = torch.distributions.OneHotCategorical(
+            logits=torch.log(probs), validate_args=False
+        ).sample()
+        return one_hot, one_hot.argmax(dim=-1)
+    uniform = torch.rand(probs.shape[:-1] + (1,), dtype=probs.dtype, device=probs.device)
+    index = (probs.cumsum(dim=-1) < uniform).sum(dim=-1).clamp_(max=probs.shape[-1] - 1)
+    return torch.zeros_like(probs).scatter_(-1, index.unsqueeze(-1), 1.0), index
+
+
+class OneHotZ(NamedTuple):
+    """A batch of z states (N, num_categoricals, num_classes) that are one-hot (draws, with
+    or without straight-through gradients) and their class indices (N, num_categoricals)."""
+
+    z: torch.Tensor
+    index: torch.Tensor
+
+
+class _OneHotProduct(torch.autograd.Function):
+    """z_flat @ weight.T for a one-hot z_flat (N, C*K) given by its flat indices (N, C): the sum
+    of C of weight's columns per row (`embedding_bag`), not a dense product. The XS model's
+    heads over a dream's 16,384 states: 2.5 ms instead of 45 ms. Backward: z's gradient is the
+    dense product (straight-through z carries one), the weight's C index-adds."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, z_flat: torch.Tensor, weight: torch.Tensor, flat_index: torch.Tensor
+    ) -> torch.Tensor:
+        ctx.save_for_backward(weight, flat_index)
+        return F.embedding_bag(flat_index, weight.t().contiguous(), mode="sum")
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[Any, ...]:
+        weight, flat_index = ctx.saved_tensors
+        grad_z = grad_weight = None
+        if ctx.needs_input_grad[0]:
+            grad_z = grad_out @ weight
+        if ctx.needs_input_grad[1]:
+            grad_weight_t = grad_out.new_zeros(weight.shape[1], weight.shape[0])
+            for column in flat_index.unbind(dim=1):
+                grad_weight_t.index_add_(0, column, grad_out)
+            grad_weight = grad_weight_t.t()
+        return grad_z, grad_weight, None
+
+
+#: The fewest rows whose one-hot z products `linear_over` sums from weight columns: fewer go
+#: through the dense product (16 rows: 80 us dense against 150 us of sums and a weight copy).
+ONE_HOT_MIN_ROWS = 256
+
+
+def linear_over(linear: nn.Linear, pieces: list[torch.Tensor | OneHotZ]) -> torch.Tensor:
+    """`linear(torch.cat(pieces, -1))` without the concatenation: each piece's product with its
+    columns of the weight, the one-hot z states' (of `ONE_HOT_MIN_ROWS` rows or more) as sums
+    of columns (`_OneHotProduct`), the dense pieces' added on in the matrix product."""
+    weight = linear.weight
+    out = linear.bias
+    dense: list[tuple[torch.Tensor, torch.Tensor]] = []
+    column = 0
+    for piece in pieces:
+        if isinstance(piece, OneHotZ):
+            categoricals, classes = piece.z.shape[-2:]
+            width = categoricals * classes
+            columns = weight[:, column : column + width]
+            if piece.index.shape[0] < ONE_HOT_MIN_ROWS:
+                dense.append((_flat(piece.z), columns))
+            else:
+                offsets = torch.arange(categoricals, device=piece.index.device) * classes
+                part = _OneHotProduct.apply(_flat(piece.z), columns, piece.index + offsets)
+                out = part if out is None else out + part
+        else:
+            width = piece.shape[-1]
+            dense.append((piece, weight[:, column : column + width]))
+        column += width
+    assert column == weight.shape[1], (column, weight.shape)
+    for inputs, columns in dense:
+        out = F.linear(inputs, columns) if out is None else torch.addmm(out, inputs, columns.t())
+    assert out is not None
+    return out
+
+
+def _state_pieces(
+    h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None
+) -> list[torch.Tensor | OneHotZ]:
+    """[h, z] as `linear_over`'s pieces: z by its indices where they are given."""
+    return [h, _flat(z) if z_index is None else OneHotZ(z, z_index)]
+
+
 class DreamerV3MLP(nn.Module):
     """RLlib's DreamerV3 MLP (its class `MLP`): `num_dense_layers` x (Linear without bias,
     LayerNorm, SiLU) and an optional linear output layer (`_net`)."""
@@ -136,6 +232,21 @@ class DreamerV3MLP(nn.Module):
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         return self._net(inputs)
 
+    def forward_pieces(self, pieces: list[torch.Tensor | OneHotZ]) -> torch.Tensor:
+        """`forward(torch.cat(pieces, -1))`, its first layer by `linear_over`."""
+        x = linear_over(cast(nn.Linear, self._net[0]), pieces)
+        for layer in itertools.islice(self._net, 1, None):
+            x = layer(x)
+        return x
+
+    def forward_state(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """`forward(torch.cat([h, z flat], -1))`, z by its indices where they are given."""
+        if z_index is None:
+            return self._net(torch.cat([h, _flat(z)], dim=-1))
+        return self.forward_pieces(_state_pieces(h, z, z_index))
+
 
 class RepresentationLayer(nn.Module):
     """Logits of `num_categoricals` x `num_classes` -> a one-hot draw z with straight-through
@@ -159,12 +270,20 @@ class RepresentationLayer(nn.Module):
         probs = F.softmax(logits, dim=-1)
         return (1.0 - UNIMIX) * probs + UNIMIX / self.num_classes_per_categorical
 
+    #: Draw as RLlib does (`draw_one_hot`); set by `DreamerV3TorchRLModule.use_rllib_draws`.
+    rllib_draws = False
+
     def forward(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(z, its probabilities): z drawn from the categoricals, straight-through."""
+        z, probs, _ = self.draw(inputs)
+        return z, probs
+
+    def draw(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(z, its probabilities, its class indices): `forward`'s and the indices of the
+        draw (z's one-hot positions)."""
         probs = self.z_probs(inputs)
-        # (drawn as RLlib draws: from the log-probabilities, the same draws for a seed)
-        draw = torch.distributions.OneHotCategorical(logits=torch.log(probs)).sample()
-        return draw.detach() + probs - probs.detach(), probs
+        draw, index = draw_one_hot(probs, self.rllib_draws)
+        return draw.detach() + probs - probs.detach(), probs, index
 
 
 class DreamerV3GRU(nn.Module):
@@ -197,8 +316,19 @@ class SequenceModel(nn.Module):
         )
         self.gru_unit = DreamerV3GRU(sizes_of(model_size).dense_units, gru_units)
 
-    def forward(self, a: torch.Tensor, h: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        return self.gru_unit(self.pre_gru_layer(torch.cat([_flat(z), a], dim=-1)), h)
+    def forward(
+        self,
+        a: torch.Tensor,
+        h: torch.Tensor,
+        z: torch.Tensor,
+        z_index: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """h_t; z by its indices where they are given (`linear_over`)."""
+        if z_index is None:
+            x = self.pre_gru_layer(torch.cat([_flat(z), a], dim=-1))
+        else:
+            x = self.pre_gru_layer.forward_pieces([OneHotZ(z, z_index), a])
+        return self.gru_unit(x, h)
 
 
 class DynamicsPredictor(nn.Module):
@@ -213,6 +343,10 @@ class DynamicsPredictor(nn.Module):
 
     def forward(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.representation_layer(self.mlp(h))
+
+    def draw(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(z^, its probabilities, its class indices)."""
+        return self.representation_layer.draw(self.mlp(h))
 
     def z_probs(self, h: torch.Tensor) -> torch.Tensor:
         return self.representation_layer.z_probs(self.mlp(h))
@@ -246,9 +380,11 @@ class RewardPredictor(nn.Module):
         self.mlp = DreamerV3MLP(input_size=input_size, model_size=model_size)
         self.reward_layer = RewardPredictorLayer(input_size=sizes_of(model_size).dense_units)
 
-    def forward(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(the expected symlog reward, the bucket logits)."""
-        return self.reward_layer(self.mlp(torch.cat([h, _flat(z)], dim=-1)))
+        return self.reward_layer(self.mlp.forward_state(h, z, z_index))
 
 
 class ContinuePredictor(nn.Module):
@@ -256,9 +392,11 @@ class ContinuePredictor(nn.Module):
         super().__init__()
         self.mlp = DreamerV3MLP(input_size=input_size, model_size=model_size, output_layer_size=1)
 
-    def forward(self, h: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The Bernoulli logits of "the episode continues"."""
-        return self.mlp(torch.cat([h, _flat(z)], dim=-1)).squeeze(-1)
+        return self.mlp.forward_state(h, z, z_index).squeeze(-1)
 
 
 class VectorDecoder(nn.Module):
@@ -268,9 +406,11 @@ class VectorDecoder(nn.Module):
             input_size=input_size, model_size=model_size, output_layer_size=observation_size
         )
 
-    def forward(self, h: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """The mean of the (unit-variance Gaussian) observation, symlog space."""
-        return self.mlp(torch.cat([h, _flat(z)], dim=-1))
+        return self.mlp.forward_state(h, z, z_index)
 
 
 class WorldModel(nn.Module):
@@ -317,10 +457,11 @@ class WorldModel(nn.Module):
         self, batch_size: int, *, as_rllib: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(h_0, z_0) for `batch_size` rows: tanh(initial_h), and the prior's mode given it
-        (one-hot argmax, not a draw). `as_rllib`: through the prior's draw, whose sample is
-        not used (RLlib's order of draws, so that a seed draws RLlib's z states)."""
+        (one-hot argmax, not a draw). `as_rllib` with RLlib's draws (`draw_one_hot`): through
+        the prior's draw, whose sample is not used (RLlib's order of draws, so that a seed
+        draws RLlib's z states)."""
         h = torch.tanh(self.initial_h).unsqueeze(0)
-        if as_rllib:
+        if as_rllib and self.dynamics_predictor.representation_layer.rllib_draws:
             _, probs = self.dynamics_predictor(h)
         else:
             probs = self.dynamics_predictor.z_probs(h)
@@ -329,7 +470,7 @@ class WorldModel(nn.Module):
 
     def encode(self, observations: torch.Tensor) -> torch.Tensor:
         """The encoder's output for observations (B, ...) (symlog'ed first with symlog_obs)."""
-        observations = observations.reshape(observations.shape[0], -1).float()
+        observations = observations.reshape(observations.shape[0], -1).to(self.initial_h.dtype)
         if self.symlog_obs:
             observations = symlog(observations)
         return self.encoder(observations)
@@ -338,7 +479,14 @@ class WorldModel(nn.Module):
         self, encoded: torch.Tensor, h: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """(z_t, its probabilities) given the encoded observation and h_t."""
-        return self.posterior_representation_layer(
+        z, probs, _ = self.posterior_draw(encoded, h)
+        return z, probs
+
+    def posterior_draw(
+        self, encoded: torch.Tensor, h: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(z_t, its probabilities, its class indices) given the encoded observation and h_t."""
+        return self.posterior_representation_layer.draw(
             self.posterior_mlp(torch.cat([encoded, h], dim=-1))
         )
 
@@ -364,41 +512,51 @@ class WorldModel(nn.Module):
         self, observations: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor
     ) -> dict[str, torch.Tensor]:
         """The posterior roll over (B, T) sequences (actions one-hot for Discrete) and the
-        heads' predictions, under RLlib's keys (`..._BxT`: B and T folded)."""
+        heads' predictions, under RLlib's keys (`..._BxT`: B and T folded), and the posterior
+        z states' class indices (`z_posterior_index_BxT`, for `dream_trajectory`)."""
         B, T = observations.shape[:2]
-        obs_BxT = observations.reshape(B * T, -1).float()
+        obs_BxT = observations.reshape(B * T, -1).to(self.initial_h.dtype)
         if self.symlog_obs:
             obs_BxT = symlog(obs_BxT)
         encoded = self.encoder(obs_BxT).reshape(B, T, -1)
+        rllib_draws = self.dynamics_predictor.representation_layer.rllib_draws
         h0, z0 = self.initial_state(B, as_rllib=True)
-        h, z = h0, z0
+        z0_index = z0.argmax(dim=-1)
+        h, z, z_index = h0, z0, z0_index
         is_first = is_first.float()
-        h_list, z_list, posterior_probs, prior_probs = [], [], [], []
+        h_list, z_list, index_list, posterior_probs, prior_probs = [], [], [], [], []
         for t in range(T):
             keep = (1.0 - is_first[:, t]).unsqueeze(-1)
             h = h * keep + h0 * (1.0 - keep)
             z = z * keep.unsqueeze(-1) + z0 * (1.0 - keep).unsqueeze(-1)
+            z_index = torch.where(keep > 0.5, z_index, z0_index)
             # (RLlib's index t - 1 wraps at t = 0, where is_first is always 1: masked out.)
             a = actions[:, t - 1] * keep
-            h = self.sequence_model(a=a, h=h, z=z)
-            z, z_probs = self.posterior(encoded[:, t], h)
+            h = self.sequence_model(a=a, h=h, z=z, z_index=z_index)
+            z, z_probs, z_index = self.posterior_draw(encoded[:, t], h)
             h_list.append(h)
             z_list.append(z)
+            index_list.append(z_index)
             posterior_probs.append(z_probs)
-            _, z_prior_probs = self.dynamics_predictor(h)  # (drawn, as RLlib's, not used)
+            if rllib_draws:
+                _, z_prior_probs = self.dynamics_predictor(h)  # (drawn, as RLlib's, not used)
+            else:
+                z_prior_probs = self.dynamics_predictor.z_probs(h)
             prior_probs.append(z_prior_probs)
         h_BxT = torch.stack(h_list, dim=1).reshape(B * T, -1)
         z_BxT = torch.stack(z_list, dim=1).reshape((B * T,) + z.shape[1:])
-        rewards, reward_logits = self.reward_predictor(h_BxT, z_BxT)
-        continue_logits = self.continue_predictor(h_BxT, z_BxT)
+        index_BxT = torch.stack(index_list, dim=1).reshape(B * T, -1)
+        rewards, reward_logits = self.reward_predictor(h_BxT, z_BxT, index_BxT)
+        continue_logits = self.continue_predictor(h_BxT, z_BxT, index_BxT)
         return {
             "sampled_obs_symlog_BxT": obs_BxT,
-            "obs_distribution_means_BxT": self.decoder(h_BxT, z_BxT),
+            "obs_distribution_means_BxT": self.decoder(h_BxT, z_BxT, index_BxT),
             "reward_logits_BxT": reward_logits,
             "rewards_BxT": rewards,
             "continue_logits_BxT": continue_logits,
             "h_states_BxT": h_BxT,
             "z_posterior_states_BxT": z_BxT,
+            "z_posterior_index_BxT": index_BxT,
             "z_posterior_probs_BxT": torch.stack(posterior_probs, dim=1).reshape(
                 (B * T,) + z.shape[1:]
             ),
@@ -427,33 +585,45 @@ class ActorNetwork(nn.Module):
                 input_size=input_size, model_size=model_size, output_layer_size=size
             )
 
-    def distribution_parameters(self, h: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    #: Draw as RLlib does (`draw_one_hot`); set by `DreamerV3TorchRLModule.use_rllib_draws`.
+    rllib_draws = False
+
+    def distribution_parameters(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """RLlib's distribution parameters: the mixed log-probabilities (Discrete), or the mean
-        and std side by side (Box)."""
-        out = torch.cat([h, _flat(z)], dim=-1)
-        logits = self.mlp(out)
+        and std side by side (Box). z by its indices where they are given."""
+        logits = self.mlp.forward_state(h, z, z_index)
         if self.discrete:
             probs = F.softmax(logits, dim=-1)
             return torch.log((1.0 - UNIMIX) * probs + UNIMIX / logits.shape[-1])
-        std = (MAX_STD - MIN_STD) * torch.sigmoid(self.std_mlp(out) + 2.0) + MIN_STD
+        std_logits = self.std_mlp.forward_state(h, z, z_index)
+        std = (MAX_STD - MIN_STD) * torch.sigmoid(std_logits + 2.0) + MIN_STD
         return torch.cat([torch.tanh(logits), std], dim=-1)
 
     def distribution(self, parameters: torch.Tensor) -> torch.distributions.Distribution:
         """OneHotCategorical (Discrete) or an independent Normal (Box) of the parameters."""
         if self.discrete:
-            return torch.distributions.OneHotCategorical(logits=parameters)
+            return torch.distributions.OneHotCategorical(logits=parameters, validate_args=False)
         loc, scale = torch.chunk(parameters, 2, dim=-1)
-        return torch.distributions.Independent(torch.distributions.Normal(loc, scale), 1)
+        return torch.distributions.Independent(
+            torch.distributions.Normal(loc, scale, validate_args=False), 1, validate_args=False
+        )
 
-    def forward(self, h: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(an action drawn, its distribution parameters): one-hot with straight-through
         gradients (Discrete), reparameterized (Box)."""
-        parameters = self.distribution_parameters(h, z)
-        distribution = self.distribution(parameters)
+        parameters = self.distribution_parameters(h, z, z_index)
         if self.discrete:
             probs = torch.exp(parameters)
-            return distribution.sample().detach() + probs - probs.detach(), parameters
-        return distribution.rsample(), parameters
+            if self.rllib_draws:
+                draw = self.distribution(parameters.detach()).sample()
+            else:
+                draw, _ = draw_one_hot(probs.detach(), rllib_draws=False)
+            return draw + probs - probs.detach(), parameters
+        return self.distribution(parameters).rsample(), parameters
 
     def dist_inputs(self, parameters: torch.Tensor) -> torch.Tensor:
         """The parameters as the EnvRunners' distributions take them: logits (TorchCategorical),
@@ -478,13 +648,17 @@ class CriticNetwork(nn.Module):
         self.return_layer_ema = RewardPredictorLayer(input_size=units)
 
     def forward(
-        self, h: torch.Tensor, z: torch.Tensor, use_ema: bool = False
+        self,
+        h: torch.Tensor,
+        z: torch.Tensor,
+        use_ema: bool = False,
+        z_index: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the expected symlog value, the bucket logits), of the critic or its EMA copy."""
-        out = torch.cat([h, _flat(z)], dim=-1)
+        """(the expected symlog value, the bucket logits), of the critic or its EMA copy; z by
+        its indices where they are given."""
         if use_ema:
-            return self.return_layer_ema(self.mlp_ema(out))
-        return self.return_layer(self.mlp(out))
+            return self.return_layer_ema(self.mlp_ema.forward_state(h, z, z_index))
+        return self.return_layer(self.mlp.forward_state(h, z, z_index))
 
     def _pairs(self) -> list[tuple[nn.Parameter, nn.Parameter]]:
         return [
@@ -521,6 +695,7 @@ class DreamerModel(nn.Module):
         start_is_terminated: torch.Tensor,
         timesteps_H: int,
         gamma: float,
+        start_z_index: torch.Tensor | None = None,
     ) -> dict[str, torch.Tensor]:
         """H imagined steps from every start state (BxT rows), time-major (H + 1, BxT):
         actions from the actor, h from the sequence model, z^ from the prior, rewards and
@@ -528,51 +703,62 @@ class DreamerModel(nn.Module):
         is_terminated), values from the critic (with gradients into the actor through the
         dynamics, for Box actions), the EMA critic's values, and the loss weights
         cumprod(gamma * c) / gamma. The world model's weights get no gradient from here.
-        RLlib's keys."""
+        RLlib's keys.
+
+        The start z states are one-hot (the posterior's draws); `start_z_index`: their class
+        indices (else their argmax). Every product with a z state is a sum of weight columns
+        (`linear_over`), not a dense product over its num_categoricals x num_classes width."""
         world_model, actor, critic = self.world_model, self.actor, self.critic
         h, z = start_h.detach(), start_z.detach()
-        h_list, z_list = [h], [z]
-        a, parameters = actor(h, z)
+        z_index = start_z.argmax(dim=-1) if start_z_index is None else start_z_index
+        h_list, z_list, index_list = [h], [z], [z_index]
+        a, parameters = actor(h, z, z_index)
         a_list, parameter_list = [a], [parameters]
+        # Only the Box actor's loss differentiates through the dynamics; for Discrete actions
+        # (REINFORCE on stopped advantages) the world model's steps build no graph.
+        through_dynamics = not actor.discrete
+        world_model_steps = contextlib.nullcontext() if through_dynamics else torch.no_grad()
         frozen = [p for p in world_model.parameters() if p.requires_grad]
         for param in frozen:
             param.requires_grad_(False)
         try:
             for _ in range(timesteps_H):
-                h = world_model.sequence_model(a=a, h=h, z=z)
-                z, _ = world_model.dynamics_predictor(h)
+                with world_model_steps:
+                    h = world_model.sequence_model(a=a, h=h, z=z, z_index=z_index)
+                    z, _, z_index = world_model.dynamics_predictor.draw(h)
                 h_list.append(h)
                 z_list.append(z)
-                a, parameters = actor(h.detach(), z.detach())
+                index_list.append(z_index)
+                a, parameters = actor(h.detach(), z.detach(), z_index)
                 a_list.append(a)
                 parameter_list.append(parameters)
             h_H_B = torch.stack(h_list, dim=0)
             z_H_B = torch.stack(z_list, dim=0)
             h_HxB = h_H_B.reshape(-1, h_H_B.shape[-1])
             z_HxB = z_H_B.reshape((-1,) + z_H_B.shape[2:])
-            rewards_symlog, _ = world_model.reward_predictor(h_HxB, z_HxB)
-            continues = (torch.sigmoid(world_model.continue_predictor(h_HxB, z_HxB)) > 0.5).to(
-                h_HxB.dtype
-            )
+            index_HxB = torch.stack(index_list, dim=0).reshape(h_HxB.shape[0], -1)
+            with world_model_steps:
+                rewards_symlog, _ = world_model.reward_predictor(h_HxB, z_HxB, index_HxB)
+                continues = (
+                    torch.sigmoid(world_model.continue_predictor(h_HxB, z_HxB, index_HxB)) > 0.5
+                ).to(h_HxB.dtype)
         finally:
             for param in frozen:
                 param.requires_grad_(True)
         steps = timesteps_H + 1
         continues_H_B = continues.reshape(steps, -1)
         continues_H_B = torch.cat(
-            [1.0 - start_is_terminated.float().unsqueeze(0), continues_H_B[1:]], dim=0
+            [1.0 - start_is_terminated.to(h_HxB.dtype).unsqueeze(0), continues_H_B[1:]], dim=0
         )
-        _, value_logits_wm_detached = critic(h_HxB.detach(), z_HxB.detach())
-        critic_params = [p for p in critic.parameters() if p.requires_grad]
-        for param in critic_params:
-            param.requires_grad_(False)
-        try:
-            values_symlog, _ = critic(h_HxB, z_HxB)
-        finally:
-            for param in critic_params:
-                param.requires_grad_(True)
+        # One pass of the critic serves both RLlib's (the logits of its loss, and the values
+        # of the lambda-returns): each optimizer differentiates its own loss with respect to
+        # its own parameters only, so the critic's loss reaches no actor and the actor's loss
+        # (through the values, Box actions) no critic weight.
+        values_symlog, value_logits = critic(h_HxB, z_HxB, z_index=index_HxB)
         with torch.no_grad():
-            values_symlog_ema, _ = critic(h_HxB.detach(), z_HxB.detach(), use_ema=True)
+            values_symlog_ema, _ = critic(
+                h_HxB.detach(), z_HxB.detach(), use_ema=True, z_index=index_HxB
+            )
         out = {
             "h_states_t0_to_H_BxT": h_H_B,
             "z_states_prior_t0_to_H_BxT": z_H_B,
@@ -581,7 +767,7 @@ class DreamerModel(nn.Module):
             "actions_dreamed_t0_to_H_BxT": torch.stack(a_list, dim=0),
             "actions_dreamed_dist_params_t0_to_H_BxT": torch.stack(parameter_list, dim=0),
             "values_dreamed_t0_to_H_BxT": inverse_symlog(values_symlog).reshape(steps, -1),
-            "values_symlog_dreamed_logits_t0_to_HxBxT_wm_detached": value_logits_wm_detached,
+            "values_symlog_dreamed_logits_t0_to_HxBxT_wm_detached": value_logits,
             "v_symlog_dreamed_ema_t0_to_H_BxT": values_symlog_ema.reshape(steps, -1),
             "dream_loss_weights_t0_to_H_BxT": torch.cumprod(gamma * continues_H_B, dim=0) / gamma,
         }
@@ -666,6 +852,15 @@ class DreamerV3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
         )
         self.critic.init_ema()
         self.action_dim = action_dim(action_space)
+
+    def use_rllib_draws(self, rllib_draws: bool = True) -> None:
+        """Draw z states and dreamed actions as RLlib's module does (torch's
+        `OneHotCategorical`, in RLlib's order, with its unused draws): the same draws as
+        RLlib's for a torch seed, about 15 times slower per draw. Off by default: one uniform
+        per categorical (`draw_one_hot`)."""
+        for part in self.modules():
+            if isinstance(part, (RepresentationLayer, ActorNetwork)):
+                part.rllib_draws = rllib_draws
 
     def get_non_inference_attributes(self) -> list[str]:
         """The EnvRunners' copy holds the encoder (in the world model), the RSSM and the
