@@ -334,9 +334,95 @@ def sac_case(repeats: int, num_updates: int) -> tuple[float, float, int]:
     return update_s, floor_s, n
 
 
+#: The torch operators that are matrix products (with `addmm`'s bias, part of its kernel).
+_TORCH_PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm")
+
+
+def torch_products_of(call: Callable[[], Any]) -> list[tuple[str, list[list[int]]]]:
+    """The matrix products (operator, input shapes) torch ran in `call()`, forward and
+    backward, read from torch's profiler."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as profiler:
+        call()
+    return [
+        (event.name, [list(shape) for shape in event.input_shapes])
+        for event in profiler.events()
+        if event.name in _TORCH_PRODUCTS
+    ]
+
+
+def torch_products_floor(products: list[tuple[str, list[list[int]]]]) -> float:
+    """Seconds for `products` alone, on float32 tensors of their shapes, on torch's threads."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(shape: list[int]) -> Any:
+        return torch.randn(shape, generator=generator)
+
+    calls = []
+    for name, shapes in products:
+        if name == "aten::addmm":
+            calls.append((torch.addmm, tuple(tensor(shape) for shape in shapes[:3])))
+        else:
+            calls.append(
+                (
+                    torch.mm if name == "aten::mm" else torch.bmm,
+                    (tensor(shapes[0]), tensor(shapes[1])),
+                )
+            )
+    start = time.perf_counter()
+    for function, arguments in calls:
+        function(*arguments)
+    return time.perf_counter() - start
+
+
+def dreamerv3_case(repeats: int) -> tuple[float, float, int, int]:
+    """DreamerV3's update with RLlib's example settings (CartPole-v1, model XS, B=16, T=64,
+    H=15): the best of `repeats` updates on one replayed batch (each from the same learner
+    state), the best of as many floors (the matrix products the update ran, forward and
+    backward, alone at their shapes: `torch_products_of`), the products' count and torch's
+    threads (both run on torch's pool, as the update does)."""
+    import torch
+
+    from trainer.algorithms.dreamerv3 import DreamerV3Config
+
+    config = (
+        DreamerV3Config()
+        .environment("CartPole-v1")
+        .training(model_size="XS", training_ratio=1024)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    algo.train()  # fills the buffer (one batch of random actions) and updates once
+    learner = algo.learner
+    batch = algo.replay_buffer.sample(
+        batch_size_B=config.batch_size_B, batch_length_T=config.batch_length_T
+    )
+    state = learner.get_state()
+    sampled = algo.num_env_steps_sampled_lifetime
+
+    def update() -> None:
+        with learner.update_threads():
+            learner.update(batch, num_env_steps_sampled_lifetime=sampled)
+
+    update()  # warm
+    products = torch_products_of(update)
+    times, floors = [], []
+    for _ in range(repeats):
+        learner.set_state(state)
+        start = time.perf_counter()
+        update()
+        times.append(time.perf_counter() - start)
+        floors.append(torch_products_floor(products))
+    algo.stop()
+    return min(times), min(floors), len(products), torch.get_num_threads()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--algo", choices=["PPO", "DQN", "SAC"], default="PPO")
+    parser.add_argument("--algo", choices=["PPO", "DQN", "SAC", "DreamerV3"], default="PPO")
     parser.add_argument("--repeats", type=int, default=None, help="default 3 (--quick: 2)")
     parser.add_argument("--dqn-steps", type=int, default=None, help="default 2000 (--quick: 500)")
     parser.add_argument("--sac-steps", type=int, default=None, help="default 200 (--quick: 50)")
@@ -370,6 +456,15 @@ def main() -> None:
         parser.error("--framework torch compares the PPO and DQN updates (not SAC's)")
     if args.framework == "torch":
         frameworks_side_by_side(repeats, epochs, sizes)
+        return
+    if args.algo == "DreamerV3":
+        update, floor, count, threads = dreamerv3_case(repeats)
+        print(
+            f"DreamerV3 update (XS, 16 x 64 replayed, H=15): {update * 1000:8.1f} ms; its "
+            f"{count} matrix products alone: {floor * 1000:8.1f} ms (both on {threads} torch "
+            f"thread{'s' if threads > 1 else ''})"
+        )
+        print(f"ratio {floor / update:.3f}  (floor / update; 1.0 is the limit)")
         return
     if args.algo == "PPO":
         update, floor, threads = ppo_case(repeats, epochs)

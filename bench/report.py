@@ -267,6 +267,29 @@ BENCHMARKS = (
         "ratio >= 0.5 (1.0 is the limit)",
     ),
     Benchmark(
+        "learner_dreamerv3",
+        "one DreamerV3 update with RLlib's example settings (CartPole-v1, model XS, 16 x 64 "
+        "replayed steps, 15 dreamed from each) against the matrix products it ran, alone",
+        ("bench/learner.py", "--algo", "DreamerV3"),
+        r"ms; its|^ratio",
+        "ratio >= 0.5 (1.0 is the limit)",
+        requires=("torch",),
+    ),
+    Benchmark(
+        "dreamerv3_rllib",
+        "DreamerV3 against RLlib 2.60's own DreamerV3 with RLlib's example settings (model XS, "
+        "training_ratio 1024) on CartPole-v1 and FrozenLake 2x2: seconds per training "
+        "iteration (one env step, one update), fresh processes, the two in turns, 3 rounds",
+        ("bench/dreamerv3.py",),
+        r"ratio 1024:|failed",
+        "localrl / RLlib <= 0.5",
+        quick=("bench/dreamerv3.py", "--envs", "cartpole", "--rounds", "1", "--iterations", "3"),
+        requires=("torch", "ray"),
+        summary="DreamerV3 against RLlib's",
+        summary_keep=r"^cartpole",
+        worst_case_s=1800.0,
+    ),
+    Benchmark(
         "evaluation",
         'a PPO iteration with parallel `"auto"` evaluation on 2 runners against one without',
         ("bench/evaluation.py",),
