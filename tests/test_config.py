@@ -41,6 +41,15 @@ from trainer.compat.rllib_settings import IgnoredSettingWarning
         ),
         (lambda c: c.env_runners(sample_timeout_s=0), r"sample_timeout_s=0\)"),
         (lambda c: c.environment("CartPoel-v1"), r"env='CartPoel-v1'.*did you mean 'CartPole-v1'"),
+        (
+            lambda c: c.environment("no_such_module_here:Env-v0"),
+            r"env='no_such_module_here:Env-v0'\): gymnasium imports 'no_such_module_here' to "
+            r"make this env, and it is not installed \(No module named 'no_such_module_here'\)",
+        ),
+        (
+            lambda c: c.environment("gymnasium.envs.classic_control:NoSuch-v0"),
+            r"no env of that name",
+        ),
         (lambda c: c.environment(42), r"env=42\): must be a gymnasium id"),
         (lambda c: c.environment(dict), r"a class must subclass gymnasium.Env"),
         (
@@ -252,3 +261,16 @@ def test_env_config_updates_the_one_the_config_has_as_rllibs_deep_update():
     evaluation_env_config = config.get_evaluation_config_object().env_config
     assert evaluation_env_config["rewards"] == {"goal": 2.0, "hole": -1.0}
     assert config.env_config["rewards"] == {"goal": 1.0, "hole": -1.0}  # unchanged
+
+
+def test_a_module_prefixed_gymnasium_id_trains():
+    """gymnasium's "module:EnvId" form: the module is imported (as `gym.make` does) and the
+    env is made from its id."""
+    config = (
+        PPOConfig()
+        .environment("gymnasium.envs.classic_control:CartPole-v1")
+        .training(train_batch_size=100, minibatch_size=50, num_epochs=1)
+    )
+    with config.build() as algo:
+        result = algo.train()
+    assert result["env_runners"]["num_env_steps_sampled"] >= 100

@@ -188,7 +188,7 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "episodes_to_numpy": NoEffect(True, "episodes always come back as numpy here"),
         "sample_collector": NoEffect(None, OLD_STACK, fine=lambda v: True),
         "enable_connectors": NoEffect(True, OLD_STACK, fine=lambda v: True),
-        "remote_worker_envs": NoEffect(False, OLD_STACK),
+        "remote_worker_envs": NoEffect(False, OLD_STACK, takes_none=True),
         "use_env_runner_state_server": NoEffect(
             False, "EnvRunner states (connector filters) are merged by the main process here"
         ),

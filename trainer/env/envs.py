@@ -9,6 +9,7 @@ registered in a user's script (with `register_env` or `gymnasium.register`) work
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -209,6 +210,17 @@ def check_env_spec(env: Any) -> None:
     if isinstance(env, str):
         if env in _REGISTRY or env in gym.registry:
             return
+        module, colon, env_id = env.partition(":")
+        if colon and module and env_id:  # gymnasium's "module:EnvId": make() imports module
+            try:
+                importlib.import_module(module)
+            except ImportError as error:
+                raise ValueError(
+                    f"environment(env={env!r}): gymnasium imports {module!r} to make this env, "
+                    f"and it is not installed ({error})"
+                ) from None
+            if env_id in gym.registry:
+                return
         known = list(_REGISTRY) + list(gym.registry)
         close = difflib.get_close_matches(env, known, n=3)
         hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
@@ -252,7 +264,10 @@ def make_env_creator(env: Any) -> EnvCreator:
     if isinstance(env, str):
         if env in _REGISTRY:
             return EnvCreator("callable", _REGISTRY[env], repr(env))
-        return EnvCreator("gym_id", env, repr(env), gym_spec=gym.spec(env))
+        # (gymnasium's "module:EnvId": `check_env_spec` imported the module, which registered
+        # the id)
+        gym_id = env if env in gym.registry else env.partition(":")[2]
+        return EnvCreator("gym_id", gym_id, repr(env), gym_spec=gym.spec(gym_id))
     if isinstance(env, type):
         return EnvCreator("callable", env, env.__qualname__)
     return EnvCreator("callable", env, env_description(env))
