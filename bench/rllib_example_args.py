@@ -466,8 +466,11 @@ def _learning_tests(name: str, args: list[str], multi_learner_args: list[str]) -
     ]
 
 
+#: The run of an example that has no CI entry (its name in the table; no arguments).
+NO_CI_ENTRY: CIEntry = ("(no CI entry)", [], ())
+
 #: RLlib's examples the Ray 2.60 wheel does not ship: the tuned examples of the algorithms
-#: here beyond PPO and DQN (`rllib/examples/algorithms/{sac,appo,impala,tqc}/`), the action
+#: here beyond PPO and DQN (`rllib/examples/algorithms/{sac,appo,impala,tqc,dreamerv3}/`), the action
 #: examples (`rllib/examples/actions/`) and the curiosity examples (`curiosity/`):
 #: `bench/rllib_examples.py --extra-root DIR` runs them from a folder laid out as
 #: `rllib/examples` (a checkout of ray-project/ray's).
@@ -661,6 +664,29 @@ NOT_IN_WHEEL: dict[str, list[CIEntry]] = {
     # RLlib 2.60's BUILD.bazel (as stored for this bench) has no TQC entry: the learning tests'
     # pattern of its SAC examples.
     "algorithms/tqc/pendulum_tqc.py": _learning_tests("pendulum_tqc", ["--as-test"], ["--as-test"]),
+    # BUILD.bazel has no entry for the other TQC examples nor any DreamerV3 example: each runs
+    # once, with no arguments (as a user runs it); atari_200M_dreamerv3.py has no default env
+    # (RLlib's fails on None too) and runs with the Atari env its siblings default to.
+    "algorithms/dreamerv3/atari_200M_dreamerv3.py": [
+        ("(no CI entry; --env is required)", ["--env=ale_py:ALE/Pong-v5"], ())
+    ],
+    **{
+        f"algorithms/{example}.py": [NO_CI_ENTRY]
+        for example in (
+            "tqc/humanoid_tqc",
+            "tqc/mujoco_tqc",
+            "dreamerv3/atari_100k_dreamerv3",
+            "dreamerv3/atari_dreamerv3",
+            "dreamerv3/cartpole_dreamerv3",
+            "dreamerv3/dm_control_suite_vision_dreamerv3",
+            "dreamerv3/flappy_bird_dreamerv3",
+            "dreamerv3/frozenlake_2x2_dreamerv3",
+            "dreamerv3/frozenlake_4x4_deterministic_dreamerv3",
+            "dreamerv3/gymnasium_robotics_dreamerv3",
+            "dreamerv3/highway_env_dreamerv3",
+            "dreamerv3/mujoco_dreamerv3",
+        )
+    },
 }
 
 

@@ -31,8 +31,8 @@ RLModules, connector pieces other than FlattenObservations, DQN) stop on the typ
 names it.
 
 Scripts RLlib 2.60 has but its wheel does not ship (`NOT_IN_WHEEL` in
-`bench/rllib_example_args.py`: the tuned SAC, APPO, IMPALA and TQC examples of
-`rllib/examples/algorithms/`) run
+`bench/rllib_example_args.py`: the tuned SAC, APPO, IMPALA and TQC examples and the DreamerV3
+examples of `rllib/examples/algorithms/`) run
 from `--extra-root DIR`, a folder laid out as `rllib/examples` (a checkout of ray-project/ray's):
 without it they are left out of the runs.
 
@@ -117,6 +117,11 @@ STATIC_RULES = (
         + ", ".join(f"`{name}`" for name in MISSING_EXTRAS)
         + " (an env family whose extra is not installed)",
         "; ".join(MISSING_EXTRAS.values()),
+    ),
+    (
+        "stopped on gymnasium's `DependencyNotInstalled` (an env family whose extra is not "
+        "installed: MuJoCo, Box2D)",
+        "that family's envs (the extra the error names)",
     ),
     ("`--algo=X`, X not an algorithm here", table.OTHER_ALGORITHMS),
     ("`--num-gpus-per-learner=N`, N > 0", GPUS),
@@ -394,6 +399,13 @@ def classify(
     extra = re.match(r"cannot import name '\w+' from '([\w.]+)'", message)
     if rule is None and extra and extra.group(1) in MISSING_EXTRAS:
         rule = MISSING_EXTRAS[extra.group(1)]
+    # gymnasium's error for an env family whose extra is not installed (MuJoCo, Box2D, ...).
+    dependency = re.search(
+        r"DependencyNotInstalled: (\w+) is not installed, run `pip install \"?([^`\"]+)\"?`",
+        message,
+    )
+    if rule is None and dependency:
+        rule = f"{dependency.group(1)} envs ({dependency.group(2)}; not installed here)"
     if rule is not None:
         run.result, run.detail = "out of scope", f"{rule} (static rule)"
         return
@@ -489,8 +501,8 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
         "(`python -m trainer run SCRIPT ARGS`, see [porting.md](porting.md)) with the "
         "arguments RLlib's CI gives it in `rllib/BUILD.bazel` (one row per CI entry; "
         "`bench/rllib_example_args.py`), in its own process with a time limit. RLlib's "
-        "tuned SAC, APPO, IMPALA and TQC examples (`algorithms/sac/`, `appo/`, `impala/`, "
-        "`tqc/`), which "
+        "tuned SAC, APPO, IMPALA and TQC examples and its DreamerV3 examples "
+        "(`algorithms/sac/`, `appo/`, `impala/`, `tqc/`, `dreamerv3/`), which "
         "the wheel does not ship, run the same way from a checkout of ray-project/ray "
         "(`--extra-root`).",
         "",
@@ -570,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="a folder laid out as rllib/examples (a checkout of ray-project/ray's) holding the "
         "scripts the wheel does not ship (NOT_IN_WHEEL: RLlib's tuned SAC, APPO, IMPALA and TQC "
-        "examples); they run too",
+        "examples, its DreamerV3 examples); they run too",
     )
     parser.add_argument("-j", "--jobs", type=int, default=1, help="runs at a time (default 1)")
     parser.add_argument(
