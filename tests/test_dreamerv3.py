@@ -739,6 +739,105 @@ def test_the_per_item_and_dream_reports():
     assert np.shape(learner["dream_data"]["rewards_dreamed_t0_to_H_Bx1"]) == (H + 1, B)
 
 
+@pytest.mark.ray
+def test_module_checkpoints_move_between_rllib_and_here(tmp_path):
+    """RLlib's module checkpoint of its DreamerV3TorchRLModule (RLlib's config, RLlib's
+    `save_to_path`) is read by `RLModule.from_checkpoint` here with the same weights; a trained
+    run's module exported with `format="rllib"` is read by RLlib's own `RLModule.from_checkpoint`
+    as RLlib's module with this module's weights, computing the same world-model pass."""
+    rllib = _rllib_dreamer()
+    from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3Config as RLlibConfig
+    from ray.rllib.core.rl_module.rl_module import RLModule as RLlibRLModule
+
+    from trainer import RLModule
+    from trainer.export import export_policy
+
+    spec = (
+        RLlibConfig()
+        .environment("CartPole-v1")
+        .training(model_size="nano", batch_length_T=8, horizon_H=3)
+        .get_rl_module_spec(env=gym.make("CartPole-v1"))
+    )
+    theirs = spec.build()
+    theirs.save_to_path(str(tmp_path / "rllib"))
+    ours = RLModule.from_checkpoint(str(tmp_path / "rllib"))
+    assert isinstance(ours, DreamerV3TorchRLModule)
+    their_state = theirs.state_dict()
+    assert set(ours.state_dict()) == set(their_state)
+    for key, value in ours.state_dict().items():
+        torch.testing.assert_close(value, their_state[key], equal_nan=True, msg=key)
+
+    algo = _config("CartPole-v1", world_model_lr=1e-3).env_runners(num_env_runners=0).build()
+    try:
+        algo.train()
+        trained = algo.learner.rl_module
+        path = export_policy(algo, str(tmp_path / "export"), format="rllib")
+    finally:
+        algo.stop()
+    loaded = RLlibRLModule.from_checkpoint(path)
+    assert isinstance(loaded, rllib.module)
+    assert loaded.model_config["model_size"] == "nano"
+    loaded_state = loaded.state_dict()
+    for key, value in trained.state_dict().items():
+        torch.testing.assert_close(loaded_state[key], value, equal_nan=True, msg=key)
+    batch = _batch(gym.spaces.Discrete(2), 2, SMALL["batch_length_T"])
+    trained.use_rllib_draws()  # (the same z states as RLlib's module for a torch seed)
+    torch.manual_seed(5)
+    mine = trained.forward_train(
+        {"obs": batch["obs"], "actions": batch["actions"] % 2, "is_first": batch["is_first"]}
+    )
+    torch.manual_seed(5)
+    one_hot = torch.nn.functional.one_hot(batch["actions"] % 2, 2).float()
+    theirs_out = loaded.forward_train(
+        {"obs": batch["obs"], "actions": one_hot, "is_first": batch["is_first"]}
+    )
+    for key in ("obs_distribution_means_BxT", "rewards_BxT", "h_states_BxT"):
+        torch.testing.assert_close(mine[key], theirs_out[key], msg=key)
+
+
+#: RLlib 2.60 trains its DreamerV3 one iteration and saves it (run in a fresh interpreter).
+RLLIB_DREAMER_SCRIPT = """
+import sys
+import ray
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3Config
+config = DreamerV3Config().environment("CartPole-v1").training(
+    model_size="nano", batch_size_B=2, batch_length_T=8, horizon_H=3, training_ratio=32
+).debugging(seed=0)
+algo = config.build()
+algo.train()
+algo.save_to_path(sys.argv[1])
+algo.stop()
+print("saved")
+"""
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_an_rllib_algorithm_checkpoint_trains_on_here(tmp_path):
+    """RLlib 2.60's own DreamerV3 checkpoint (trained an iteration, saved by RLlib) is built here
+    by `Algorithm.from_checkpoint` with RLlib's settings and weights, and trains on; the
+    optimizers' moments start afresh, with a warning saying so."""
+    from helpers import run_rllib_script
+
+    from trainer import Algorithm
+
+    pytest.importorskip("ray.rllib")
+    run_rllib_script(RLLIB_DREAMER_SCRIPT, str(tmp_path / "rllib"), timeout=300)
+    with pytest.warns(UserWarning, match="the optimizer's moments start afresh"):
+        algo = Algorithm.from_checkpoint(str(tmp_path / "rllib"))
+    try:
+        assert isinstance(algo, DreamerV3)
+        assert (algo.config.model_size, algo.config.batch_length_T) == ("nano", 8)
+        assert algo.num_env_steps_sampled_lifetime >= 16
+        pct95 = algo.learner.rl_module.actor.ema_value_target_pct95
+        assert torch.isfinite(pct95)  # (set by RLlib's update)
+        result = algo.train()
+        assert np.isfinite(result[LEARNER_RESULTS]["default_policy"]["WORLD_MODEL_L_total"])
+    finally:
+        algo.stop()
+
+
 def test_rllibs_module_paths_import_the_folders_classes():
     launcher.install()
     try:

@@ -356,6 +356,14 @@ def module_spec(folder: str) -> Any:
     )
 
 
+def _scalar_as_array(value: Any) -> Any:
+    """A 0-d parameter RLlib saved as a number (DreamerV3's percentile EMAs, after training)
+    as the 0-d float32 array its tensor was; anything else as it is."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        return np.asarray(value, dtype=np.float32)
+    return value
+
+
 def module_state(folder: str) -> dict:
     """A module folder's state (numpy arrays by the state-dict names of the module here: RLlib's,
     or as `module_reads()` renames them), without the constants RLlib keeps as buffers
@@ -363,7 +371,11 @@ def module_state(folder: str) -> dict:
     state = read_state(folder, MODULE_STATE)
     if not isinstance(state, dict):
         raise CheckpointError(folder, f"has no {MODULE_STATE}.pkl or {MODULE_STATE}.msgpack")
-    state = {k: v for k, v in state.items() if not str(k).endswith(CONSTANT_STATE_SUFFIX)}
+    state = {
+        k: _scalar_as_array(v)
+        for k, v in state.items()
+        if not str(k).endswith(CONSTANT_STATE_SUFFIX)
+    }
     read = _module_read(read_ctor_args(folder)[0])
     if read is None:
         return state

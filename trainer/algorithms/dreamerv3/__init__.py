@@ -19,6 +19,7 @@ from trainer.algorithms.dreamerv3.config import DreamerV3Config
 from trainer.algorithms.dreamerv3.dreamerv3 import DreamerV3
 from trainer.algorithms.registry import AlgorithmEntry
 from trainer.capabilities import TORCH
+from trainer.checkpoints.rllib_layout import RLlibModuleClass
 
 #: What RLlib's DreamerV3 model classes (catalog, networks, utilities) are instead here.
 MODULE_INSTEAD = (
@@ -50,6 +51,25 @@ ALGORITHM = AlgorithmEntry(
         "ray.rllib.algorithms.dreamerv3.dreamerv3_learner": (TORCH, MODULE_INSTEAD),
         "ray.rllib.algorithms.dreamerv3.dreamerv3_rl_module": (TORCH, MODULE_INSTEAD),
         "ray.rllib.algorithms.dreamerv3.utils": (TORCH, MODULE_INSTEAD),
+    },
+    rllib_module_classes={
+        # (RLlib's module checkpoints read here by the class's own name, the launcher's table)
+        "trainer.algorithms.dreamerv3.torch_module:DreamerV3TorchRLModule": RLlibModuleClass(
+            rllib_class=(
+                "ray.rllib.algorithms.dreamerv3.torch.dreamerv3_torch_rl_module."
+                "DreamerV3TorchRLModule"
+            ),
+            catalog="ray.rllib.algorithms.dreamerv3.dreamerv3_catalog.DreamerV3Catalog",
+            # RLlib's DreamerV3Config adds them (`_model_config_auto_includes`), its defaults
+            auto_includes={
+                "gamma": 0.997,
+                "horizon_H": 15,
+                "model_size": "XS",
+                "symlog_obs": "auto",
+                "use_float16": False,
+                "batch_length_T": 64,
+            },
+        ),
     },
 )
 

@@ -105,7 +105,9 @@ def _check_buffer(value: Any) -> str | None:
         return f"a dict {{'type': {BUFFER_TYPE!r}, 'capacity': <env steps>}}"
     if value.get("type", BUFFER_TYPE) != BUFFER_TYPE:
         return f"a dict whose 'type' is {BUFFER_TYPE!r} (DreamerV3 runs with no other buffer)"
-    unknown = sorted(set(value) - {"type", "capacity"})
+    # (RLlib's Algorithm writes `metrics_num_episodes_for_smoothing` into the dict it builds
+    # the buffer from, so its saved configs hold it: the buffer here has no use for it)
+    unknown = sorted(set(value) - {"type", "capacity", "metrics_num_episodes_for_smoothing"})
     if unknown:
         return f"a dict of 'type' and 'capacity' only (got {unknown})"
     capacity = value.get("capacity")
