@@ -6,7 +6,8 @@ and `frozenlake_2x2_dreamerv3.py`: model size XS, `training_ratio=1024`, every o
 RLlib's default: B=16, T=64, H=15, the EnvRunner in the main process) on CartPole-v1 and
 FrozenLake 2x2 (not slippery). Each run is a fresh process (RLlib's with `ray.init`): build,
 `--warmup` iterations (the first samples the buffer's first B x T steps with random actions),
-then `--iterations` timed ones, each one env step and one update. Rounds alternate the sides
+then `--iterations` timed ones, each one env step and one update (unseeded, as RLlib's
+examples run: a seeded run here keeps its updates on one thread). Rounds alternate the sides
 (localrl, RLlib, localrl, ...), so the machine's drift hits both alike. Prints each run's
 median seconds per iteration, then per env the median over rounds and the ratio localrl /
 RLlib (the target: at most 0.5).
@@ -22,7 +23,7 @@ FrozenLake rows time this project alone.
 
 Needs the test extra's Ray 2.60 wheel and torch. The CPU model heads the output.
 
-Run: python bench/dreamerv3.py [--envs cartpole frozenlake] [--rounds 3] [--warmup 3]
+Run: python bench/dreamerv3.py [--envs cartpole frozenlake] [--rounds 3] [--warmup 12]
      [--iterations 10] [--to-target --seeds 0 1 2 --max-seconds 1800]
 """
 
@@ -58,8 +59,9 @@ def cpu_model() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def build(side: str, env: str, seed: int) -> Any:
-    """The algorithm of RLlib's example settings for `env`, on `side`."""
+def build(side: str, env: str, seed: int | None) -> Any:
+    """The algorithm of RLlib's example settings for `env`, on `side` (seeded when `seed` is
+    given: RLlib's examples are not, and a seeded run here keeps its updates on one thread)."""
     env_id, env_config, _ = ENVS[env]
     if side == "rllib":
         import ray
@@ -73,8 +75,9 @@ def build(side: str, env: str, seed: int) -> Any:
         DreamerV3Config()
         .environment(env_id, env_config=env_config)
         .training(model_size="XS", training_ratio=1024)
-        .debugging(seed=seed)
     )
+    if seed is not None:
+        config.debugging(seed=seed)
     return config.build()
 
 
@@ -89,7 +92,7 @@ def child(
 ) -> dict[str, Any]:
     """One run in this process (see the module docstring); its measurements."""
     start = time.perf_counter()
-    algo = build(side, env, seed)
+    algo = build(side, env, seed if to_target else None)
     try:
         if to_target:
             target = ENVS[env][2]
@@ -146,7 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", nargs="+", choices=list(ENVS), default=list(ENVS))
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=12)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--to-target", action="store_true")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])

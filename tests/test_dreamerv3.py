@@ -195,6 +195,104 @@ def test_the_module_layout_is_rllibs(model_size, action_space):
     theirs.load_state_dict(mine.state_dict())
 
 
+def test_image_observations_have_rllibs_cnn_layout_and_outputs():
+    """64x64 RGB images: RLlib's CNN encoder and transposed-CNN decoder, the same state-dict
+    names and shapes as RLlib's module; with the same weights and draws the world model's
+    training pass computes what RLlib's computes (decoded means, posterior states, rewards).
+    (A gray image with its channel axis, (64, 64, 1), gets 1-channel networks here; RLlib's
+    catalog builds 3-channel ones for it, which its images cannot go through.)"""
+    rllib = _rllib_dreamer()
+    shape = (64, 64, 3)
+    observation_space = gym.spaces.Box(0.0, 1.0, shape, np.float32)
+    action_space = gym.spaces.Discrete(3)
+    B, T = 2, 3
+    config = {**_model_config("nano", T, 2), "symlog_obs": "auto"}
+    torch.manual_seed(0)
+    mine = DreamerV3TorchRLModule(
+        observation_space=observation_space, action_space=action_space, model_config=config
+    )
+    theirs = rllib.module(
+        observation_space=observation_space,
+        action_space=action_space,
+        model_config=config,
+        catalog_class=rllib.catalog,
+    )
+    shapes = {key: tuple(value.shape) for key, value in mine.state_dict().items()}
+    assert shapes == {key: tuple(value.shape) for key, value in theirs.state_dict().items()}
+    assert any(key.startswith("encoder.cnn_stack.") for key in shapes)
+    theirs.load_state_dict(mine.state_dict())
+    mine.use_rllib_draws()
+    generator = torch.Generator().manual_seed(1)
+    obs = torch.rand((B, T, *shape), generator=generator)
+    actions = torch.randint(0, 3, (B, T), generator=generator)
+    is_first = torch.zeros(B, T)
+    is_first[:, 0] = 1.0
+    torch.manual_seed(2)
+    out = mine.forward_train({"obs": obs, "actions": actions, "is_first": is_first})
+    torch.manual_seed(2)
+    rllib_out = theirs.forward_train(
+        {
+            "obs": obs,
+            "actions": torch.nn.functional.one_hot(actions, 3).float(),
+            "is_first": is_first,
+        }
+    )
+    assert out["obs_distribution_means_BxT"].shape == (B * T, int(np.prod(shape)))
+    for key in (
+        "obs_distribution_means_BxT",
+        "z_posterior_states_BxT",
+        "h_states_BxT",
+        "rewards_BxT",
+    ):  # (the convolutions sum 12,288 inputs in another order: 1e-5 apart)
+        torch.testing.assert_close(out[key], rllib_out[key].float(), rtol=1e-4, atol=1e-4, msg=key)
+    gray = DreamerV3TorchRLModule(
+        observation_space=gym.spaces.Box(0.0, 1.0, (64, 64, 1), np.float32),
+        action_space=action_space,
+        model_config=config,
+    )
+    assert gray.state_dict()["encoder.cnn_stack.net.0.cnn.1.weight"].shape[1] == 1
+    gray_out = gray.forward_train({"obs": obs[..., :1], "actions": actions, "is_first": is_first})
+    assert gray_out["obs_distribution_means_BxT"].shape == (B * T, 64 * 64)
+
+
+def test_image_observations_train_and_act_through_the_public_api():
+    """An env of 64x64 RGB images trains (a worker process acts with the CNN encoder, the
+    learner reconstructs the images); other image sizes are refused at the build."""
+
+    class Frames(gym.Env):
+        observation_space = gym.spaces.Box(0.0, 1.0, (64, 64, 3), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, config=None):
+            self.t = 0
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.t = 0
+            return np.zeros((64, 64, 3), np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            frame = np.full((64, 64, 3), self.t / 10.0, np.float32)
+            frame[:, :, int(action)] = 1.0
+            return frame, float(action), self.t >= 10, False, {}
+
+    algo = _config("CartPole-v1", world_model_lr=1e-3).environment(Frames).build()
+    try:
+        results = [algo.train() for _ in range(3)]
+    finally:
+        algo.stop()
+    losses = [r[LEARNER_RESULTS]["default_policy"]["WORLD_MODEL_L_decoder"] for r in results]
+    assert all(np.isfinite(losses)), losses
+    assert results[-1]["env_runners"]["num_env_steps_sampled_lifetime"] >= 34
+
+    class SmallFrames(Frames):
+        observation_space = gym.spaces.Box(0.0, 1.0, (32, 32, 3), np.float32)
+
+    with pytest.raises(NotSupported, match=r"64x64 images"):
+        _config("CartPole-v1").environment(SmallFrames).build()
+
+
 @pytest.mark.parametrize(
     ("model_size", "world_model", "actor", "critic"),
     [("XS", 2435076, 328706, 393727), ("S", 7493380, 1051650, 1181439)],

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,7 +37,13 @@ import torch
 from torch import nn
 
 from trainer.capabilities import LEARNER_CONNECTORS, MULTI_AGENT
-from trainer.core.blas import user_sized_pools
+from trainer.core.blas import (
+    MAX_UPDATE_THREADS,
+    ThreadPolicy,
+    after_step,
+    threads_for_next_step,
+    user_sized_pools,
+)
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER,
     DEFAULT_OPTIMIZER_LR_KEY,
@@ -110,9 +117,7 @@ class TorchThreads:
     128, two 256x256 MLPs) on 2 cores took 4.4 s on one thread and 17.0 s on two while one
     other process kept a core busy; on idle cores, two threads took 2.9 s and one 4.2 s."""
 
-    def __init__(self, num_threads: int | None = 1):
-        #: The update's threads; None: torch's pool as it is (a learner whose update is a few
-        #: large products, which split well over the cores: DreamerV3's).
+    def __init__(self, num_threads: int = 1):
         self.num_threads = num_threads
         #: True when the user sized the pools: torch's thread count is then left alone.
         self.user_sized = user_sized_pools()
@@ -121,7 +126,7 @@ class TorchThreads:
     def __call__(self) -> Iterator[None]:
         """torch's intra-op pool at `num_threads` for the `with` block, then as it was."""
         previous = torch.get_num_threads()
-        if self.user_sized or self.num_threads is None or previous == self.num_threads:
+        if self.user_sized or previous == self.num_threads:
             yield
             return
         torch.set_num_threads(self.num_threads)
@@ -129,6 +134,54 @@ class TorchThreads:
             yield
         finally:
             torch.set_num_threads(previous)
+
+
+class AdaptiveTorchThreads:
+    """torch's intra-op threads for a learner whose update is a few large products (DreamerV3's):
+    one or two per update, chosen by timing the updates with `trainer.core.blas`'s policy
+    (`ThreadPolicy`: start on one, probe two now and then, keep the faster, back to one at the
+    first stalled update). Two threads make an idle 2-core machine's XS update 1.6x faster;
+    beside another busy process they made DreamerV3's test trainings up to 30 times slower.
+
+    A seeded run stays on one thread: a product's last bits may depend on its thread count, and
+    a seeded run's weights must not depend on what the timing chose. A user who sized the pools
+    (`OMP_NUM_THREADS`, ...) keeps them. Nested entries (an update inside the timed one) run on
+    the outer one's count."""
+
+    def __init__(self, *, seeded: bool, max_threads: int = MAX_UPDATE_THREADS):
+        self.seeded = seeded
+        self.max_threads = max_threads
+        self.user_sized = user_sized_pools()
+        self.policy = ThreadPolicy()
+        #: Updates run at each thread count.
+        self.steps_at: dict[int, int] = {}
+        self._depth = 0
+
+    @contextmanager
+    def __call__(self, rows: int = 1) -> Iterator[None]:
+        """One update of `rows` rows on the policy's thread count, timed; torch's pool as it was
+        afterwards."""
+        if self.user_sized or self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        previous = torch.get_num_threads()
+        ceiling = 1 if self.seeded else min(self.max_threads, previous)
+        threads = threads_for_next_step(self.policy, ceiling)
+        torch.set_num_threads(threads)
+        self._depth += 1
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._depth -= 1
+            seconds = time.perf_counter() - started
+            torch.set_num_threads(previous)
+            self.steps_at[threads] = self.steps_at.get(threads, 0) + 1
+            self.policy = after_step(self.policy, threads, seconds / max(rows, 1), ceiling)
 
 
 #: The devices whose parameters torch's fused Adam steps (one kernel per step).
@@ -346,7 +399,7 @@ class TorchLearner(Learner):
         #: The loss statistics the last `compute_loss_for_module` logged (`log_loss_stats`).
         self.loss_stats: dict[str, Any] = {}
         #: Updates run on one torch thread unless the user sized the pools.
-        self.update_threads = TorchThreads()
+        self.update_threads: TorchThreads | AdaptiveTorchThreads = TorchThreads()
         #: The learners of the learner-only modules trained beside this one, by module id
         #: (`trainer.torch_rl.self_supervised`): each steps on every batch this one steps on.
         self.learner_only_learners: dict[str, TorchLearner] = {}
@@ -1427,6 +1480,7 @@ __all__ = [
     "LearnerMetrics",
     "RegisteredOptimizer",
     "TorchLearner",
+    "AdaptiveTorchThreads",
     "TorchThreads",
     "adam_kernel",
     "clip_gradients",

@@ -270,6 +270,13 @@ class Stride2D(nn.Module):
         self.stride_w, self.stride_h = stride_w, stride_h
         self.out_width = width * stride_w - (stride_w - 1)
         self.out_height = height * stride_h - (stride_h - 1)
+        # RLlib's buffers (in its state dicts, so in these): the zero image and where the
+        # input's pixels go; the forward here does not need them.
+        size = (1, 1, self.out_width, self.out_height)
+        self.register_buffer("zeros", torch.zeros(size, dtype=torch.float32))
+        where = torch.zeros(size, dtype=torch.bool)
+        where[:, :, ::stride_w, ::stride_h] = True
+        self.register_buffer("where_template", where)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = x.new_zeros((*x.shape[:2], self.out_width, self.out_height))

@@ -42,9 +42,9 @@ from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import (
+    AdaptiveTorchThreads,
     ParamDict,
     TorchLearner,
-    TorchThreads,
     adam_kernel,
     generator_state_for,
 )
@@ -83,11 +83,12 @@ class DreamerV3TorchLearner(TorchLearner):
         self._item_stats: dict[str, torch.Tensor] = {}
         super().__init__(config, module, module_id=module_id)
         # Its update is a few large products (the heads over B x T x (H + 1) dreamed states,
-        # the GRU over B x T rows): they split well over torch's pool, where the small ones of
-        # the other learners run best on one thread (`TorchThreads`). XS CartPole, 2 idle
-        # cores, before z's products were column sums: 1.17 s per iteration on one thread,
-        # 0.74 s on two.
-        self.update_threads = TorchThreads(num_threads=None)
+        # the GRU over B x T rows): on an idle machine they split well over two threads, where
+        # the small ones of the other learners run best on one (`TorchThreads`). XS CartPole,
+        # 2 idle cores, before z's products were column sums: 1.17 s per iteration on one
+        # thread, 0.74 s on two; beside a busy process two threads stall. So the updates are
+        # timed and the faster count kept; a seeded run stays on one (`AdaptiveTorchThreads`).
+        self.update_threads = AdaptiveTorchThreads(seeded=getattr(config, "seed", None) is not None)
         rl_module: Any = self.rl_module
         self.spaces: SpaceInfo = (
             spaces

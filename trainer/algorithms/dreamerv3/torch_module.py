@@ -51,6 +51,7 @@ from trainer.algorithms.dreamerv3.config import MODEL_SIZES, ModelSize
 from trainer.capabilities import OBSERVATION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI
+from trainer.core.model_configs import ENCODER_OUT, CNNEncoderConfig, CNNTransposeHeadConfig
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.rl_module import TorchRLModule
 from trainer.torch_rl.torch_utils import inverse_symlog, symlog
@@ -413,6 +414,78 @@ class VectorDecoder(nn.Module):
         return self.mlp.forward_state(h, z, z_index)
 
 
+#: The image size RLlib's CNN encoder and decoder are built for (`CNNAtari`).
+IMAGE_SIZE = 64
+
+
+def _normal_initializer(weight: torch.Tensor, *_: Any, **__: Any) -> None:
+    dreamerv3_normal_initializer(weight)
+
+
+class CNNAtari(nn.Module):
+    """RLlib's image encoder: 64x64 images (channels last, 1 or 3 of them) through
+    4 convolutions (4x4, stride 2, "same" padding, no bias, LayerNorm over the channels, SiLU)
+    of 1, 2, 4 and 8 times the model size's `cnn_multiplier` filters, flattened (`cnn_stack`:
+    RLlib's `CNNEncoderConfig` network, its layout)."""
+
+    def __init__(self, *, model_size: str, gray_scaled: bool):
+        super().__init__()
+        multiplier = sizes_of(model_size).cnn_multiplier
+        config = CNNEncoderConfig(
+            input_dims=[IMAGE_SIZE, IMAGE_SIZE, 1 if gray_scaled else 3],
+            cnn_filter_specifiers=[[k * multiplier, 4, 2] for k in (1, 2, 4, 8)],
+            cnn_use_bias=False,
+            cnn_use_layernorm=True,
+            cnn_activation="silu",
+            cnn_kernel_initializer=_normal_initializer,
+            flatten_at_end=True,
+        )
+        self.cnn_stack = config.build(framework="torch")
+        self.output_size = config.output_dims
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.cnn_stack({Columns.OBS: inputs})[ENCODER_OUT]
+
+
+class ConvTransposeAtari(nn.Module):
+    """RLlib's image decoder: [h, z] through a dense layer to 4x4 images of 8 times
+    `cnn_multiplier` channels, then 4 transposed convolutions (4x4, stride 2; LayerNorm and
+    SiLU but after the last) to 64x64 with 1 or 3 channels, flattened: the mean of the
+    observation (`_transpose_2d_head`: RLlib's `CNNTransposeHeadConfig` network)."""
+
+    def __init__(self, *, input_size: int, model_size: str, gray_scaled: bool):
+        super().__init__()
+        multiplier = sizes_of(model_size).cnn_multiplier
+        config = CNNTransposeHeadConfig(
+            input_dims=[input_size],
+            initial_image_dims=(4, 4, 8 * multiplier),
+            initial_dense_weights_initializer=_normal_initializer,
+            cnn_transpose_filter_specifiers=[
+                [4 * multiplier, 4, 2],
+                [2 * multiplier, 4, 2],
+                [1 * multiplier, 4, 2],
+                [1 if gray_scaled else 3, 4, 2],
+            ],
+            cnn_transpose_use_bias=False,
+            cnn_transpose_use_layernorm=True,
+            cnn_transpose_activation="silu",
+            cnn_transpose_kernel_initializer=_normal_initializer,
+        )
+        self._transpose_2d_head = config.build(framework="torch")
+
+    def forward(
+        self, h: torch.Tensor, z: torch.Tensor, z_index: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The mean of the image, flattened (B, 64 * 64 * channels)."""
+        out = self._transpose_2d_head(torch.cat([h, _flat(z)], dim=-1))
+        return out.reshape(z.shape[0], -1)
+
+
+def is_image_space(space: gym.Space) -> bool:
+    """RLlib's `is_img_space`: a Box of rank 2 or 3 (2 refused: RLlib's catalog refuses it)."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) in (2, 3)
+
+
 class WorldModel(nn.Module):
     """The RSSM, its heads and the encoder and decoder (see the module docstring)."""
 
@@ -421,14 +494,17 @@ class WorldModel(nn.Module):
         *,
         model_size: str,
         action_space: gym.Space,
-        encoder: DreamerV3MLP,
-        decoder: VectorDecoder,
+        encoder: DreamerV3MLP | CNNAtari,
+        decoder: VectorDecoder | ConvTransposeAtari,
         symlog_obs: bool,
+        observation_shape: tuple[int, ...] | None = None,
     ):
         super().__init__()
         sizes = sizes_of(model_size)
         self.model_size = model_size
         self.symlog_obs = symlog_obs
+        #: One observation's shape as the encoder takes it (a vector's flat, an image's own).
+        self.observation_shape = observation_shape
         self.encoder = encoder
         self.num_gru_units = sizes.gru_units
         encoder_size = cast(tuple, encoder.output_size)[0]
@@ -468,9 +544,15 @@ class WorldModel(nn.Module):
         z = F.one_hot(probs.argmax(dim=-1), probs.shape[-1]).to(h.dtype)
         return h.expand(batch_size, -1), z.expand(batch_size, -1, -1)
 
+    def _as_encoder_input(self, observations: torch.Tensor, rows: int) -> torch.Tensor:
+        """`rows` observations in the module's dtype, each flat (vectors) or in its own shape
+        (images)."""
+        shape = (-1,) if self.observation_shape is None else self.observation_shape
+        return observations.reshape((rows, *shape)).to(self.initial_h.dtype)
+
     def encode(self, observations: torch.Tensor) -> torch.Tensor:
         """The encoder's output for observations (B, ...) (symlog'ed first with symlog_obs)."""
-        observations = observations.reshape(observations.shape[0], -1).to(self.initial_h.dtype)
+        observations = self._as_encoder_input(observations, observations.shape[0])
         if self.symlog_obs:
             observations = symlog(observations)
         return self.encoder(observations)
@@ -515,7 +597,7 @@ class WorldModel(nn.Module):
         heads' predictions, under RLlib's keys (`..._BxT`: B and T folded), and the posterior
         z states' class indices (`z_posterior_index_BxT`, for `dream_trajectory`)."""
         B, T = observations.shape[:2]
-        obs_BxT = observations.reshape(B * T, -1).to(self.initial_h.dtype)
+        obs_BxT = self._as_encoder_input(observations, B * T)
         if self.symlog_obs:
             obs_BxT = symlog(obs_BxT)
         encoded = self.encoder(obs_BxT).reshape(B, T, -1)
@@ -815,12 +897,23 @@ class DreamerV3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
         if isinstance(observation_space, gym.spaces.Discrete):
             # (the EnvRunners and the learner feed them one-hot)
             observation_space = gym.spaces.Box(0.0, 1.0, (int(observation_space.n),), np.float32)
-        shape = cast(Any, observation_space).shape
-        if not isinstance(observation_space, gym.spaces.Box) or len(shape) != 1:
+        shape: tuple[int, ...] = tuple(cast(Any, observation_space).shape or ())
+        image = is_image_space(observation_space)
+        if not isinstance(observation_space, gym.spaces.Box) or not (
+            len(shape) == 1 or (len(shape) == 3 and shape[:2] == (IMAGE_SIZE, IMAGE_SIZE))
+        ):
             raise UnsupportedValue(
-                f"DreamerV3TorchRLModule: observation space {observation_space}: DreamerV3 here "
-                "takes vector observations (a 1-D Box; Discrete ones arrive one-hot); image "
-                "observations (RLlib's CNN encoder and decoder) are not built here",
+                f"DreamerV3TorchRLModule: observation space {observation_space}: DreamerV3 "
+                "takes vector observations (a 1-D Box; Discrete ones arrive one-hot) or "
+                f"{IMAGE_SIZE}x{IMAGE_SIZE} images (a Box of shape ({IMAGE_SIZE}, {IMAGE_SIZE}, "
+                "channels), RLlib's CNN encoder's input; RLlib refuses 2-D ones too: give a "
+                "gray image a channel axis)",
+                OBSERVATION_SPACES,
+            )
+        if image and shape[-1] not in (1, 3):
+            raise UnsupportedValue(
+                f"DreamerV3TorchRLModule: observation space {observation_space}: images have 1 "
+                "(gray) or 3 (RGB) channels here, as RLlib's CNN decoder makes them",
                 OBSERVATION_SPACES,
             )
         if not isinstance(action_space, (gym.spaces.Discrete, gym.spaces.Box)):
@@ -832,16 +925,26 @@ class DreamerV3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
         model_size = model_config.get("model_size", "XS")
         sizes = sizes_of(model_size)
         h_plus_z = sizes.gru_units + sizes.z_categoricals * sizes.z_classes
-        self.encoder = DreamerV3MLP(input_size=int(np.prod(shape)), model_size=model_size)
-        self.decoder = VectorDecoder(
-            input_size=h_plus_z, model_size=model_size, observation_size=int(shape[0])
-        )
+        self.encoder: DreamerV3MLP | CNNAtari
+        self.decoder: VectorDecoder | ConvTransposeAtari
+        if image:
+            gray = shape[-1] == 1
+            self.encoder = CNNAtari(model_size=model_size, gray_scaled=gray)
+            self.decoder = ConvTransposeAtari(
+                input_size=h_plus_z, model_size=model_size, gray_scaled=gray
+            )
+        else:
+            self.encoder = DreamerV3MLP(input_size=int(np.prod(shape)), model_size=model_size)
+            self.decoder = VectorDecoder(
+                input_size=h_plus_z, model_size=model_size, observation_size=int(shape[0])
+            )
         self.world_model = WorldModel(
             model_size=model_size,
             action_space=action_space,
             encoder=self.encoder,
             decoder=self.decoder,
             symlog_obs=symlog_obs_for(observation_space, model_config.get("symlog_obs", "auto")),
+            observation_shape=shape if image else None,
         )
         self.actor = ActorNetwork(
             input_size=h_plus_z, model_size=model_size, action_space=action_space
@@ -913,7 +1016,7 @@ class DreamerV3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
         if is_first is None:
             is_first = torch.zeros(rows)
         h, z = self.world_model.observe_step(
-            observations.reshape(rows, -1),
+            observations,
             state["h"].reshape(rows, -1).float(),
             state["z"].reshape((rows,) + tuple(state["z"].shape[-2:])).float(),
             self._previous_actions(batch, rows),
@@ -921,7 +1024,14 @@ class DreamerV3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
         )
         parameters = self.actor.distribution_parameters(h, z)
         dist_inputs = self.actor.dist_inputs(parameters)
-        time_rank = observations.dim() > 2
+        # (B, [1,] ...): an image in its own shape or flat (the EnvRunners flatten it)
+        image_shape = self.world_model.observation_shape
+        if image_shape is not None and tuple(observations.shape[-len(image_shape) :]) == tuple(
+            image_shape
+        ):
+            time_rank = observations.dim() > 1 + len(image_shape)
+        else:
+            time_rank = observations.dim() > 2
         return {
             Columns.ACTION_DIST_INPUTS: dist_inputs.unsqueeze(1) if time_rank else dist_inputs,
             Columns.STATE_OUT: {"h": h, "z": z, IS_FIRST: torch.zeros(rows)},
