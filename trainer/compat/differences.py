@@ -1085,15 +1085,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     # -- RLlib 2.60's own unit tests (bench/rllib_tests.py) that RLlib passes and that cannot
     # pass here unmodified --------------------------------------------------------------------
     Difference(
-        "rllib/algorithms/dreamerv3/tests/test_dreamerv3.py::TestDreamerV3::"
-        "test_dreamerv3_dreamer_model_sizes",
-        "refused at the call for its image (Atari) spaces: DreamerV3TorchRLModule raises "
-        "UnsupportedValue (observation spaces) for a 3-D Box; its vector (CartPole) sizes "
-        "count RLlib's parameters (tests/test_dreamerv3.py)",
-        "DreamerV3's CNN encoder and decoder (image observations) are not built here",
-        UNIT_TEST,
-    ),
-    Difference(
         "rllib/algorithms/ppo/tests/test_ppo.py::TestPPO::test_ppo_free_log_std",
         "the default module is a numpy PolicyModule (framework numpy by default); the test "
         "reads torch's module.named_parameters(), which a torch module here has "
