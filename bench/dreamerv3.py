@@ -21,7 +21,7 @@ reached, and the ratio is then a bound). RLlib 2.60's DreamerV3 does not build o
 (its catalog has no encoder for a Discrete observation space; here they are fed one-hot): the
 FrozenLake rows time this project alone.
 
-Needs the test extra's Ray 2.60 wheel and torch. The CPU model heads the output.
+Needs the test extra's Ray 2.60 wheel and torch. The machine (CPU model, load) heads the output.
 
 Run: python bench/dreamerv3.py [--envs cartpole frozenlake] [--rounds 3] [--warmup 12]
      [--iterations 10] [--to-target --seeds 0 1 2 --max-seconds 1800]
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -40,23 +39,16 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from bench.report import machine  # noqa: E402
+
 SIDES = ("localrl", "rllib")
 #: (gymnasium id, env_config, target of episode_return_mean) per env, as RLlib's examples.
 ENVS: dict[str, tuple[str, dict[str, Any], float]] = {
     "cartpole": ("CartPole-v1", {}, 450.0),
     "frozenlake": ("FrozenLake-v1", {"desc": ["SF", "HG"], "is_slippery": False}, 0.9),
 }
-
-
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo; the platform's processor elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def build(side: str, env: str, seed: int | None) -> Any:
@@ -69,7 +61,6 @@ def build(side: str, env: str, seed: int | None) -> Any:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         from ray.rllib.algorithms.dreamerv3.dreamerv3 import DreamerV3Config
     else:
-        sys.path.insert(0, str(REPO))
         from trainer.algorithms.dreamerv3 import DreamerV3Config  # type: ignore[no-redef]
     config = (
         DreamerV3Config()
@@ -171,7 +162,7 @@ def main() -> None:
             )
         )
         return
-    print(f"cpu: {cpu_model()}, {platform.machine()}, python {platform.python_version()}")
+    print(f"machine: {machine()}")
     for env in args.envs:
         if args.to_target:
             runs: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}

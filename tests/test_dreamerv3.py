@@ -171,17 +171,13 @@ def test_validate_checks_the_settings_together():
 
 
 # -- the module: RLlib's layout and computations ----------------------------------------------
-@pytest.mark.parametrize("model_size", ["nano", "XS"])
-@pytest.mark.parametrize(
-    "action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (2,), np.float32)]
-)
-def test_the_module_layout_is_rllibs(model_size, action_space):
-    rllib = _rllib_dreamer()
-    observation_space = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
-    config = _model_config(model_size)
+def _mine_and_rllibs(observation_space: gym.Space, action_space: gym.Space, config: dict) -> tuple:
+    """This project's module and RLlib's for the spaces, after checking that their state dicts
+    have the same names and shapes."""
     mine = DreamerV3TorchRLModule(
         observation_space=observation_space, action_space=action_space, model_config=config
     )
+    rllib = _rllib_dreamer()
     theirs = rllib.module(
         observation_space=observation_space,
         action_space=action_space,
@@ -190,6 +186,16 @@ def test_the_module_layout_is_rllibs(model_size, action_space):
     )
     shapes = {key: tuple(value.shape) for key, value in mine.state_dict().items()}
     assert shapes == {key: tuple(value.shape) for key, value in theirs.state_dict().items()}
+    return mine, theirs
+
+
+@pytest.mark.parametrize("model_size", ["nano", "XS"])
+@pytest.mark.parametrize(
+    "action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (2,), np.float32)]
+)
+def test_the_module_layout_is_rllibs(model_size, action_space):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
+    mine, theirs = _mine_and_rllibs(observation_space, action_space, _model_config(model_size))
     # RLlib's weights load into this module and back.
     mine.set_state({key: value.numpy() for key, value in theirs.state_dict().items()})
     theirs.load_state_dict(mine.state_dict())
@@ -201,25 +207,14 @@ def test_image_observations_have_rllibs_cnn_layout_and_outputs():
     training pass computes what RLlib's computes (decoded means, posterior states, rewards).
     (A gray image with its channel axis, (64, 64, 1), gets 1-channel networks here; RLlib's
     catalog builds 3-channel ones for it, which its images cannot go through.)"""
-    rllib = _rllib_dreamer()
     shape = (64, 64, 3)
     observation_space = gym.spaces.Box(0.0, 1.0, shape, np.float32)
     action_space = gym.spaces.Discrete(3)
     B, T = 2, 3
     config = {**_model_config("nano", T, 2), "symlog_obs": "auto"}
     torch.manual_seed(0)
-    mine = DreamerV3TorchRLModule(
-        observation_space=observation_space, action_space=action_space, model_config=config
-    )
-    theirs = rllib.module(
-        observation_space=observation_space,
-        action_space=action_space,
-        model_config=config,
-        catalog_class=rllib.catalog,
-    )
-    shapes = {key: tuple(value.shape) for key, value in mine.state_dict().items()}
-    assert shapes == {key: tuple(value.shape) for key, value in theirs.state_dict().items()}
-    assert any(key.startswith("encoder.cnn_stack.") for key in shapes)
+    mine, theirs = _mine_and_rllibs(observation_space, action_space, config)
+    assert any(key.startswith("encoder.cnn_stack.") for key in mine.state_dict())
     theirs.load_state_dict(mine.state_dict())
     mine.use_rllib_draws()
     generator = torch.Generator().manual_seed(1)
