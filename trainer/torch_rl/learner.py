@@ -107,6 +107,39 @@ def generator_state_for(seed: int | None, stream: int) -> torch.Tensor:
     return generator.get_state()
 
 
+class OwnGenerator:
+    """A learner's own torch CPU generator (a mixin of SAC's and DreamerV3's torch learners):
+    its state `_rng_state` (`generator_state_for`), drawn from inside `_own_rng()` and kept in
+    the learner's state (`_check_rng_state` checks a restored one)."""
+
+    _rng_state: torch.Tensor
+
+    @contextmanager
+    def _own_rng(self) -> Iterator[None]:
+        """torch's CPU generator on the learner's own state for the block (the module's
+        draws), then as it was."""
+        with torch.random.fork_rng(devices=[]):
+            torch.set_rng_state(self._rng_state)
+            try:
+                yield
+            finally:
+                self._rng_state = torch.get_rng_state()
+
+    def _check_rng_state(self, rng: Any, where: str) -> None:
+        """Raises StateError unless `rng` is a generator state of this learner's shape."""
+        if not (
+            isinstance(rng, np.ndarray)
+            and rng.dtype == np.uint8
+            and rng.shape == tuple(self._rng_state.shape)
+        ):
+            raise StateError(
+                where,
+                f"expected a uint8 array of shape {tuple(self._rng_state.shape)} (a torch "
+                f"generator's state), got {type(rng).__name__} "
+                f"{getattr(rng, 'dtype', '')} {getattr(rng, 'shape', '')}",
+            )
+
+
 class TorchThreads:
     """Runs a learner's update on one torch thread, unless the user sized the thread pools
     (`OMP_NUM_THREADS` / `MKL_NUM_THREADS` / `OPENBLAS_NUM_THREADS`): the policy of
@@ -1481,6 +1514,7 @@ __all__ = [
     "RegisteredOptimizer",
     "TorchLearner",
     "AdaptiveTorchThreads",
+    "OwnGenerator",
     "TorchThreads",
     "adam_kernel",
     "clip_gradients",

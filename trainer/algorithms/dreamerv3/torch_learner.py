@@ -20,9 +20,7 @@ checkpoint draw the same.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
@@ -43,13 +41,13 @@ from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 from trainer.torch_rl.learner import (
     AdaptiveTorchThreads,
+    OwnGenerator,
     ParamDict,
     TorchLearner,
     adam_kernel,
     generator_state_for,
 )
 from trainer.torch_rl.torch_utils import clip_gradients
-from trainer.util.state_checks import StateError
 
 if TYPE_CHECKING:
     from trainer.algorithms.dreamerv3.config import DreamerV3Config
@@ -61,7 +59,7 @@ CRITIC = "critic"
 ADAM_EPS = {WORLD_MODEL: 1e-8, ACTOR: 1e-5, CRITIC: 1e-5}
 
 
-class DreamerV3TorchLearner(TorchLearner):
+class DreamerV3TorchLearner(OwnGenerator, TorchLearner):
     """DreamerV3's learner (see the module docstring)."""
 
     config: DreamerV3Config
@@ -249,16 +247,6 @@ class DreamerV3TorchLearner(TorchLearner):
         return module_gradients_dict
 
     # -- one update ----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _own_rng(self) -> Iterator[None]:
-        """torch's CPU generator on the learner's own state for the block, then as it was."""
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._rng_state)
-            try:
-                yield
-            finally:
-                self._rng_state = torch.get_rng_state()
-
     def train_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The replay buffer's (B, T) batch as the module's training columns: observations
         preprocessed as the EnvRunners did (Discrete ones one-hot), actions as ints (Discrete)
@@ -321,17 +309,7 @@ class DreamerV3TorchLearner(TorchLearner):
         return {"rng": self._rng_state.numpy().copy()}
 
     def check_extra_state(self, state: dict, where: str) -> None:
-        rng = state["rng"]
-        if not (
-            isinstance(rng, np.ndarray)
-            and rng.dtype == np.uint8
-            and rng.shape == tuple(self._rng_state.shape)
-        ):
-            raise StateError(
-                f"{where}['rng']",
-                f"expected a uint8 array of shape {tuple(self._rng_state.shape)} (a torch "
-                f"generator's state), got {type(rng).__name__}",
-            )
+        self._check_rng_state(state["rng"], f"{where}['rng']")
 
     def set_extra_state(self, state: dict) -> None:
         self._rng_state = torch.from_numpy(np.array(state["rng"], dtype=np.uint8))

@@ -39,10 +39,8 @@ Q-values unconditionally).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
@@ -69,9 +67,14 @@ from trainer.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     TD_ERROR_KEY,
 )
-from trainer.torch_rl.learner import TorchLearner, adam_kernel, generator_state_for
+from trainer.torch_rl.learner import (
+    OwnGenerator,
+    TorchLearner,
+    adam_kernel,
+    generator_state_for,
+)
 from trainer.torch_rl.target_networks import update_target_network, with_target_networks
-from trainer.util.state_checks import StateError, require_float_array, require_int
+from trainer.util.state_checks import require_float_array, require_int
 
 if TYPE_CHECKING:
     from trainer.algorithms.sac.config import SACConfig
@@ -92,7 +95,7 @@ def target_entropy_for(config: SACConfig, action_space: gym.Space) -> float:
     return float(value)
 
 
-class SACTorchLearner(TorchLearner):
+class SACTorchLearner(OwnGenerator, TorchLearner):
     """SAC's learner for torch modules (see the module docstring). RLlib's attributes:
     `curr_log_alpha[module_id]` (the trained log-temperature, a tensor of shape (1,)) and
     `target_entropy[module_id]`."""
@@ -311,17 +314,6 @@ class SACTorchLearner(TorchLearner):
         return gradients
 
     # -- one update ----------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _own_rng(self) -> Iterator[None]:
-        """torch's CPU generator on the learner's own state for the block (the module's
-        draws), then as it was."""
-        with torch.random.fork_rng(devices=[]):
-            torch.set_rng_state(self._rng_state)
-            try:
-                yield
-            finally:
-                self._rng_state = torch.get_rng_state()
-
     def update(
         self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
     ) -> UpdateResults:
@@ -414,18 +406,7 @@ class SACTorchLearner(TorchLearner):
     def check_extra_state(self, state: dict, where: str) -> None:
         require_float_array(state["curr_log_alpha"], f"{where}['curr_log_alpha']", (1,))
         require_int(state["last_target_update_step"], f"{where}['last_target_update_step']")
-        rng = state["rng"]
-        if not (
-            isinstance(rng, np.ndarray)
-            and rng.dtype == np.uint8
-            and rng.shape == tuple(self._rng_state.shape)
-        ):
-            raise StateError(
-                f"{where}['rng']",
-                f"expected a uint8 array of shape {tuple(self._rng_state.shape)} (a torch "
-                f"generator's state), got {type(rng).__name__} "
-                f"{getattr(rng, 'dtype', '')} {getattr(rng, 'shape', '')}",
-            )
+        self._check_rng_state(state["rng"], f"{where}['rng']")
 
     def set_extra_state(self, state: dict) -> None:
         with torch.no_grad():
