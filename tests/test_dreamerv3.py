@@ -311,22 +311,12 @@ def test_the_parameter_counts_are_the_papers(model_size, world_model, actor, cri
 
 
 def _same_weights_modules(action_space: gym.Space, T: int, H: int) -> tuple:
-    rllib = _rllib_dreamer()
     observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
-    config = _model_config("nano", T, H)
     torch.manual_seed(0)
-    mine = DreamerV3TorchRLModule(
-        observation_space=observation_space, action_space=action_space, model_config=config
-    )
-    theirs = rllib.module(
-        observation_space=observation_space,
-        action_space=action_space,
-        model_config=config,
-        catalog_class=rllib.catalog,
-    )
+    mine, theirs = _mine_and_rllibs(observation_space, action_space, _model_config("nano", T, H))
     theirs.load_state_dict(mine.state_dict())
     mine.use_rllib_draws()  # (torch's draws in RLlib's order: the same z states for a seed)
-    return mine, theirs, rllib
+    return mine, theirs, _rllib_dreamer()
 
 
 def _batch(action_space: gym.Space, B: int, T: int) -> dict:

@@ -798,6 +798,29 @@ class TorchLearner(Learner):
             if (grad := self._params_by_name[name].grad) is not None
         }
 
+    def gradients_of_own_losses(self, losses: dict[str, Any]) -> ParamDict:
+        """Each registered optimizer's gradient: of its own loss in `losses` (by optimizer
+        name) with respect to its own parameters only (RLlib's learners with several
+        optimizers: SAC's, DreamerV3's). An optimizer with no loss there, or a constant one,
+        gets none."""
+        for param in self._params_by_name.values():
+            param.grad = None
+        gradients: ParamDict = {}
+        for entry in self._optimizers.values():
+            loss = losses.get(entry.name)
+            if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
+                continue
+            params = [self._params_by_name[name] for name in entry.param_names]
+            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+            gradients.update(
+                {
+                    name: grad
+                    for name, grad in zip(entry.param_names, grads, strict=True)
+                    if grad is not None
+                }
+            )
+        return gradients
+
     def postprocess_gradients(self, gradients: ParamDict) -> ParamDict:
         """RLlib's: each module's gradients (those of its registered optimizers) through
         `postprocess_gradients_for_module`, with the module's config; returns `gradients`

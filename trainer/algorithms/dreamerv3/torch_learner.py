@@ -194,23 +194,7 @@ class DreamerV3TorchLearner(OwnGenerator, TorchLearner):
         (RLlib's: the actor's and the critic's losses leave the world model untouched). An
         optimizer whose part is not trained (`train_actor=False`, ...) gets none."""
         temp_losses, self._temp_losses = self._temp_losses, {}
-        for param in self._params_by_name.values():
-            param.grad = None
-        gradients: dict[str, torch.Tensor] = {}
-        for entry in self._optimizers.values():
-            loss = temp_losses.get(entry.name)
-            if loss is None or loss.grad_fn is None:
-                continue
-            params = [self._params_by_name[name] for name in entry.param_names]
-            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-            gradients.update(
-                {
-                    name: grad
-                    for name, grad in zip(entry.param_names, grads, strict=True)
-                    if grad is not None
-                }
-            )
-        return gradients
+        return self.gradients_of_own_losses(temp_losses)
 
     def postprocess_gradients_for_module(
         self,

@@ -283,9 +283,7 @@ class SACTorchLearner(OwnGenerator, TorchLearner):
         temp_losses, self._temp_losses = self._temp_losses, {}
         if not temp_losses:
             return super().compute_gradients(loss_per_module)
-        for param in self._params_by_name.values():
-            param.grad = None
-        gradients: dict[str, torch.Tensor] = {}
+        losses: dict[str, Any] = {}
         for entry in self._optimizers.values():
             loss = temp_losses.pop((self.module_id, f"{entry.name}_loss"), None)
             if loss is None:
@@ -295,23 +293,13 @@ class SACTorchLearner(OwnGenerator, TorchLearner):
                     f"{entry.name + '_loss'!r})] (RLlib's hand-over of each optimizer's loss); "
                     f"it set {sorted(temp_losses)}"
                 )
-            if not isinstance(loss, torch.Tensor) or loss.grad_fn is None:
-                continue  # (a constant loss: no gradient)
-            params = [self._params_by_name[name] for name in entry.param_names]
-            grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-            gradients.update(
-                {
-                    name: grad
-                    for name, grad in zip(entry.param_names, grads, strict=True)
-                    if grad is not None
-                }
-            )
+            losses[entry.name] = loss
         if temp_losses:
             raise KeyError(
                 f"{type(self).__name__}: self._temp_losses holds losses no optimizer steps: "
                 f"{sorted(temp_losses)} (optimizers: {list(self._optimizers)})"
             )
-        return gradients
+        return self.gradients_of_own_losses(losses)
 
     # -- one update ----------------------------------------------------------------------------
     def update(
