@@ -359,19 +359,33 @@ def _flatten(tree: Any, prefix: str, out: dict[str, np.ndarray]) -> None:
         out[prefix] = tree.detach().cpu().numpy()
 
 
-def run_case(name: str) -> dict[str, np.ndarray]:
-    """Trains case `name` for NUM_ITERATIONS iterations; returns its arrays by key."""
+def case_module_ids(config: AlgorithmConfig) -> list[str]:
+    """The ids of the modules a case's run trains."""
+    return sorted(MULTI_AGENT_POLICIES) if config.is_multi_agent else ["default_policy"]
+
+
+def run_case(
+    name: str,
+    configure: Callable[[AlgorithmConfig], AlgorithmConfig] | None = None,
+    after_training: Callable[[Any], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Trains case `name` for NUM_ITERATIONS iterations; returns its arrays by key.
+    `configure` changes the case's config first (a GPU learner's run); `after_training` looks
+    at the trained algorithm before it stops."""
     config = CASES[name]()
+    if configure is not None:
+        config = configure(config)
     arrays: dict[str, np.ndarray] = {}
     algo = config.build()
     try:
         for _ in range(NUM_ITERATIONS):
             algo.train()
+        if after_training is not None:
+            after_training(algo)
         if isinstance(algo, _TrainsEachBatchAtOnce):
             # (an IMPALA that no longer asks `learner_queue()` would be nondeterministic)
             assert algo.drained_queue.batches > 0, f"{name}: no batch went through learner_queue()"
-        module_ids = sorted(MULTI_AGENT_POLICIES) if config.is_multi_agent else ["default_policy"]
-        for module_id in module_ids:
+        for module_id in case_module_ids(config):
             _flatten(algo.get_module(module_id).get_state(), f"{MODULE_PREFIX}/{module_id}", arrays)
         _flatten(algo.learner_group.get_state(), LEARNER_PREFIX, arrays)
         runner_state = algo.env_runner.get_state(include_env=False)

@@ -338,13 +338,17 @@ class Algorithm(OldAlgorithmNames):
           `num_gpus_per_learner`), the learner-only modules' learners beside it;
         - multi-agent: a learner per module with weights (`module_learner`), or, where the
           config trains the whole MultiRLModule (`_JOINT_MODULES`), `config.learner_class`
-          over all of it."""
+          over all of it (each of its modules on the GPU with `num_gpus_per_learner`)."""
         if config.is_multi_agent:
             if config._JOINT_MODULES:
                 from trainer.torch_rl.module_group import build_seeded  # (imports torch)
 
                 spec = config.get_multi_rl_module_spec(spaces=spaces)
-                return config.learner_class(config, build_seeded(spec, config.seed))
+                multi_module = build_seeded(spec, config.seed)
+                if config["num_gpus_per_learner"]:  # validate() found CUDA
+                    for module in multi_module.values():
+                        module.to("cuda")
+                return config.learner_class(config, multi_module)
             return build_multi_agent_learner(config, spaces, cls.module_learner)
         if not config.uses_torch:
             return cls.numpy_learner_for(config, spaces)

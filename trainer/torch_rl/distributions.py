@@ -32,6 +32,7 @@ from torch.nn import functional
 from trainer.capabilities import ACTION_SPACES
 from trainer.core.distributions import Distribution
 from trainer.errors import UnsupportedValue
+from trainer.torch_rl.draws import draw
 
 #: RLlib's bounds of a squashed Gaussian's log-std (`ray.rllib.utils.numpy`).
 MIN_LOG_NN_OUTPUT = -5.0
@@ -86,10 +87,10 @@ class TorchDistribution(Distribution, abc.ABC):
         return torch.distributions.kl.kl_divergence(self._dist, other._dist)
 
     def sample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> torch.Tensor:
-        return self._dist.sample(_sample_shape(sample_shape))
+        return draw(self._dist, _sample_shape(sample_shape), reparameterized=False)
 
     def rsample(self, *, sample_shape: Sequence[int] | None = None, **kwargs: Any) -> torch.Tensor:
-        return self._dist.rsample(_sample_shape(sample_shape))
+        return draw(self._dist, _sample_shape(sample_shape), reparameterized=True)
 
     def sample_and_logp(
         self, *, sample_shape: Sequence[int] | None = None
@@ -135,7 +136,7 @@ class TorchCategorical(TorchDistribution):
         """A one-hot sample whose gradient is that of the probabilities (straight-through)."""
         probs = self._dist.probs
         one_hot = functional.one_hot(
-            self._dist.sample(_sample_shape(sample_shape)), probs.shape[-1]
+            draw(self._dist, _sample_shape(sample_shape), reparameterized=False), probs.shape[-1]
         ).to(probs.dtype)
         return (one_hot - probs).detach() + probs
 
@@ -225,13 +226,13 @@ class TorchSquashedGaussian(TorchDistribution):
     def sample_and_logp(
         self, *, sample_shape: Sequence[int] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        unsquashed = self._dist.sample(_sample_shape(sample_shape))
+        unsquashed = draw(self._dist, _sample_shape(sample_shape), reparameterized=False)
         return self._squash(unsquashed), self._squashed_logp(unsquashed)
 
     def rsample_and_logp(
         self, *, sample_shape: Sequence[int] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        unsquashed = self._dist.rsample(_sample_shape(sample_shape))
+        unsquashed = draw(self._dist, _sample_shape(sample_shape), reparameterized=True)
         return self._squash(unsquashed), self._squashed_logp(unsquashed)
 
     def entropy(self, **kwargs: Any) -> torch.Tensor:

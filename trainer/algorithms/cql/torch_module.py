@@ -28,6 +28,7 @@ from trainer.algorithms.sac.torch_module import (
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.errors import UnsupportedValue
+from trainer.torch_rl.draws import uniform
 
 #: CQL's model-config keys (`CQLConfig._model_config_auto_includes`) and their defaults.
 CQL_MODEL_KEYS: dict[str, Any] = {**SAC_MODEL_KEYS, "num_actions": 10}
@@ -60,8 +61,8 @@ class DefaultCQLTorchRLModule(DefaultSACTorchRLModule):
             low = torch.as_tensor(space.low, dtype=qf_preds.dtype, device=qf_preds.device)
             high = torch.as_tensor(space.high, dtype=qf_preds.dtype, device=qf_preds.device)
             rows = len(qf_preds) * self.num_actions
-            random_actions = low + (high - low) * torch.rand(
-                (rows, low.shape[0]), dtype=qf_preds.dtype, device=qf_preds.device
+            random_actions = low + (high - low) * uniform(
+                (rows, low.shape[0]), qf_preds.dtype, qf_preds.device
             )
             for name, obs, actions in (
                 ("rand", batch[Columns.OBS], random_actions),

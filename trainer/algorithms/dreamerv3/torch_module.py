@@ -53,6 +53,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI
 from trainer.core.model_configs import ENCODER_OUT, CNNEncoderConfig, CNNTransposeHeadConfig
 from trainer.errors import UnsupportedValue
+from trainer.torch_rl import draws
 from trainer.torch_rl.rl_module import TorchRLModule
 from trainer.torch_rl.torch_utils import inverse_symlog, symlog
 
@@ -115,7 +116,7 @@ def draw_one_hot(probs: torch.Tensor, rllib_draws: bool) -> tuple[torch.Tensor, 
             logits=torch.log(probs), validate_args=False
         ).sample()
         return one_hot, one_hot.argmax(dim=-1)
-    uniform = torch.rand(probs.shape[:-1] + (1,), dtype=probs.dtype, device=probs.device)
+    uniform = draws.uniform(probs.shape[:-1] + (1,), probs.dtype, probs.device)
     index = (probs.cumsum(dim=-1) < uniform).sum(dim=-1).clamp_(max=probs.shape[-1] - 1)
     return torch.zeros_like(probs).scatter_(-1, index.unsqueeze(-1), 1.0), index
 
@@ -705,7 +706,7 @@ class ActorNetwork(nn.Module):
             else:
                 draw, _ = draw_one_hot(probs.detach(), rllib_draws=False)
             return draw + probs - probs.detach(), parameters
-        return self.distribution(parameters).rsample(), parameters
+        return draws.draw(self.distribution(parameters), reparameterized=True), parameters
 
     def dist_inputs(self, parameters: torch.Tensor) -> torch.Tensor:
         """The parameters as the EnvRunners' distributions take them: logits (TorchCategorical),
