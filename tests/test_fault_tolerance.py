@@ -365,7 +365,10 @@ def test_step_failed_recreate_env_error_recreates_the_sub_env_quietly(caplog):
 
 
 @pytest.mark.slow
-def test_evaluation_runners_fail_and_recover():
+@pytest.mark.parametrize("wait_s", [0.0, 5.0], ids=["still-ending", "ended"])
+def test_evaluation_runners_fail_and_recover(wait_s):
+    """The round reports a killed evaluation runner whether its requests find it dead or the
+    weight broadcast before it does (the process ended first: `wait_s`)."""
     config = (
         small_ppo(1)
         .callbacks(RecordRecreated)
@@ -373,7 +376,7 @@ def test_evaluation_runners_fail_and_recover():
     )
     with config.build() as algo:
         algo.train()
-        kill_env_runner(algo, 2, evaluation=True)
+        kill_env_runner(algo, 2, evaluation=True, wait_s=wait_s)
         result = algo.train()["evaluation"]
         assert "EnvRunner 2 crashed" in result["env_runner_failures"][0]
         assert result["env_runners_restarted"] == [2]

@@ -154,10 +154,18 @@ class FaultInjectionEnv(gym.Env):
 
 
 def kill_env_runner(
-    algorithm: Any, index: int, signal: int = signals.SIGKILL, *, evaluation: bool = False
+    algorithm: Any,
+    index: int,
+    signal: int = signals.SIGKILL,
+    *,
+    evaluation: bool = False,
+    wait_s: float = 0.0,
 ) -> int:
     """Sends `signal` to the process of EnvRunner `index` (of the evaluation runners with
-    `evaluation=True`); returns its pid. The Algorithm notices at its next request."""
+    `evaluation=True`); returns its pid. The Algorithm notices at its next request. With
+    `wait_s`, returns only once the process has ended (its pipes closed: a zombie or gone),
+    waiting at most `wait_s` seconds (TimeoutError after); without, the process may still be
+    ending when the next request goes out."""
     group = algorithm.eval_env_runner_group if evaluation else algorithm.env_runner_group
     if group is None or index not in group.remote_pids():
         raise ValueError(
@@ -172,7 +180,22 @@ def kill_env_runner(
             f"kill_env_runner(index={index}): its process {pid} has already ended "
             "(the runner is failed or being restarted)"
         ) from None
+    deadline = time.monotonic() + wait_s
+    while wait_s and not _has_ended(pid):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"kill_env_runner(index={index}): {pid} still runs after {wait_s} s")
+        time.sleep(0.005)
     return pid
+
+
+def _has_ended(pid: int) -> bool:
+    """Whether process `pid` has ended: gone, or a zombie not yet reaped (Linux: /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
 
 
 #: Command-line markers of the processes localrl starts: EnvRunners and the named-object server.
