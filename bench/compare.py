@@ -3,7 +3,7 @@
 Tasks: PPO on CartPole-v1, Acrobot-v1, MountainCar-v0, Pendulum-v1, LunarLander-v3,
 MountainCarContinuous-v0 and LunarLanderContinuous-v3; DQN on the discrete ones (CartPole-v1,
 Acrobot-v1, MountainCar-v0, LunarLander-v3); SAC on the continuous ones (Pendulum-v1,
-MountainCarContinuous-v0, LunarLanderContinuous-v3); TQC on Pendulum-v1 against
+MountainCarContinuous-v0, LunarLanderContinuous-v3); TQC on Pendulum-v1 and MountainCarContinuous-v0 against
 Stable-Baselines3-contrib's TQC. The LunarLander tasks need Box2D (`pip install "gymnasium[box2d]"`); without it they are left out
 with a line saying so.
 
@@ -88,10 +88,28 @@ TASKS = {
     "sac_mountaincar_continuous": Task("SAC", "MountainCarContinuous-v0", 90.0, 100_000),
     "sac_lunarlander_continuous": Task("SAC", "LunarLanderContinuous-v3", 200.0, 1_000_000),
     "tqc_pendulum": Task("TQC", "Pendulum-v1", -200.0, 60_000),
+    "tqc_mountaincar_continuous": Task("TQC", "MountainCarContinuous-v0", 90.0, 100_000),
 }
 
 #: Where the Stable-Baselines3 settings come from.
 RL_ZOO_SOURCE = "DLR-RM/rl-baselines3-zoo hyperparams/{algo}.yml"
+
+#: rl-zoo's MountainCarContinuous-v0 entry, the same in `sac.yml` and `tqc.yml`.
+_MOUNTAINCAR_CONTINUOUS_ZOO: dict[str, Any] = {
+    "n_timesteps": 5e4,
+    "policy": "MlpPolicy",
+    "learning_rate": 3e-4,
+    "buffer_size": 50000,
+    "batch_size": 512,
+    "ent_coef": 0.1,
+    "train_freq": 32,
+    "gradient_steps": 32,
+    "gamma": 0.9999,
+    "tau": 0.01,
+    "learning_starts": 0,
+    "use_sde": True,
+    "policy_kwargs": {"log_std_init": -3.67, "net_arch": [64, 64]},
+}
 
 #: rl-zoo's entries, as in its files (`hyperparams/ppo.yml`, `hyperparams/dqn.yml`,
 #: `hyperparams/sac.yml`): the keys are the file's, `policy_kwargs` written as the dict its
@@ -254,21 +272,7 @@ RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
         "policy": "MlpPolicy",
         "learning_rate": 1e-3,
     },
-    ("SAC", "MountainCarContinuous-v0"): {
-        "n_timesteps": 5e4,
-        "policy": "MlpPolicy",
-        "learning_rate": 3e-4,
-        "buffer_size": 50000,
-        "batch_size": 512,
-        "ent_coef": 0.1,
-        "train_freq": 32,
-        "gradient_steps": 32,
-        "gamma": 0.9999,
-        "tau": 0.01,
-        "learning_starts": 0,
-        "use_sde": True,
-        "policy_kwargs": {"log_std_init": -3.67, "net_arch": [64, 64]},
-    },
+    ("SAC", "MountainCarContinuous-v0"): _MOUNTAINCAR_CONTINUOUS_ZOO,
     # rl-zoo's `hyperparams/tqc.yml` (sb3-contrib's TQC: 25 quantiles, 2 critics, the top 2
     # of each dropped, by default).
     ("TQC", "Pendulum-v1"): {
@@ -276,6 +280,7 @@ RL_ZOO: dict[tuple[str, str], dict[str, Any]] = {
         "policy": "MlpPolicy",
         "learning_rate": 1e-3,
     },
+    ("TQC", "MountainCarContinuous-v0"): _MOUNTAINCAR_CONTINUOUS_ZOO,
     ("SAC", "LunarLanderContinuous-v3"): {
         "n_timesteps": 5e5,
         "policy": "MlpPolicy",

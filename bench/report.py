@@ -448,6 +448,17 @@ BENCHMARKS = (
         worst_case_s=3 * 2 * 600 + 300,
     ),
     Benchmark(
+        "compare_tqc_mountaincar",
+        "TQC against Stable-Baselines3-contrib's TQC (rl-zoo's settings, with gSDE) on "
+        "MountainCarContinuous-v0 (90), seeds 0-2, wall time to the mean return of the last "
+        "100 episodes, the main job's preset, each run capped at 600 s",
+        ("bench/compare.py", "--tasks", "tqc_mountaincar_continuous", "--max-seconds", "600"),
+        r"^tqc_\w+ +[-\d]",
+        "ratio SB3 / localrl >= 2",
+        requires=("stable_baselines3", "sb3_contrib"),
+        worst_case_s=3 * 2 * 600 + 300,
+    ),
+    Benchmark(
         "compare_ppo_continuous",
         "PPO against Stable-Baselines3's PPO (rl-zoo's settings) on Pendulum-v1 (-300), "
         "MountainCarContinuous-v0 (90) and LunarLanderContinuous-v3 (200), seeds 0-2, wall time "

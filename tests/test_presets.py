@@ -38,7 +38,7 @@ SAC_PAIRS = [
     ("SAC", env) for env in ("Pendulum-v1", "MountainCarContinuous-v0", "LunarLanderContinuous-v3")
 ]
 #: TQC against Stable-Baselines3-contrib's TQC.
-TQC_PAIRS = [("TQC", "Pendulum-v1")]
+TQC_PAIRS = [("TQC", "Pendulum-v1"), ("TQC", "MountainCarContinuous-v0")]
 #: PPO on the continuous-action envs beside Pendulum (tuned here).
 PPO_CONTINUOUS_PAIRS = [("PPO", "MountainCarContinuous-v0"), ("PPO", "LunarLanderContinuous-v3")]
 #: The PPO and DQN presets the main job's tests run.
