@@ -5,10 +5,11 @@ Each torch case of tests/bit_identical_cases.py (PPO, DQN, SAC, IMPALA, APPO, VP
 CQL, IQL; single- and multi-agent; sampling here and in an EnvRunner process) runs again with a
 GPU learner: every trained module's parameters are on the GPU while the EnvRunners' copies stay
 on the CPU, and the trained weights, the optimizers' moments and the counters equal the CPU
-recording within a float tolerance (float32 sums run in another order on the GPU; a weight
-whose gradient is at rounding noise may take one Adam step of the learning rate the other
-way). TQC and DreamerV3, which have no recorded case, train an iteration on the GPU and save
-and restore there.
+recording within a float tolerance (float32 sums run in another order on the GPU: on an H200
+the largest difference of any array was 4.7e-6, APPO's). The modules' random draws come from
+the CPU generator (`trainer.torch_rl.draws`), so SAC's, CQL's and IQL's runs follow the CPU's
+too. TQC and DreamerV3, which have no recorded case, train an iteration on the GPU and save
+and restore there; a GPU SAC run resumes exactly.
 
 Skipped on a machine without CUDA (CI has none); run on a machine with a GPU:
 `python -m pytest -m "slow or not slow" tests/test_gpu_learners.py`.
@@ -29,12 +30,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: Float arrays (weights, Adam moments) against the CPU recording.
-RTOL = 1e-3
-ATOL = 1e-4
-#: The share of a float array's elements that may be outside RTOL/ATOL (a weight whose
-#: gradient is at rounding noise: Adam's step is +-lr either way), and how far they may be.
-OUTLIER_SHARE = 0.01
-OUTLIER_ATOL = 1e-2
+RTOL = 1e-4
+ATOL = 5e-5
 
 TORCH_CASES = [name for name in CASES if "torch" in name]
 
@@ -75,11 +72,11 @@ def _runner_modules(runner: Any) -> list[Any]:
     return [module]
 
 
-def _outside(want: np.ndarray, got: np.ndarray) -> tuple[float, float]:
-    """The share of elements outside RTOL/ATOL, and the largest absolute difference."""
+def _outside(want: np.ndarray, got: np.ndarray) -> tuple[int, float]:
+    """The number of elements outside RTOL/ATOL, and the largest absolute difference."""
     difference = np.abs(got.astype(np.float64) - want.astype(np.float64))
     outside = difference > ATOL + RTOL * np.abs(want.astype(np.float64))
-    return float(outside.mean()) if outside.size else 0.0, float(difference.max(initial=0.0))
+    return int(outside.sum()), float(difference.max(initial=0.0))
 
 
 @pytest.mark.slow
@@ -89,7 +86,7 @@ def test_a_gpu_learner_trains_the_cpu_weights(case):
     actual = run_case(case, configure=_on_gpu, after_training=_learner_on_gpu_runners_on_cpu(case))
     assert sorted(actual) == sorted(expected)
     problems = []
-    worst_share, worst_difference = 0.0, 0.0
+    worst = 0.0
     for key in sorted(expected):
         want, got = expected[key], np.asarray(actual[key])
         assert got.shape == want.shape, key
@@ -97,11 +94,11 @@ def test_a_gpu_learner_trains_the_cpu_weights(case):
             if not np.array_equal(want, got):
                 problems.append(f"{key}: {got.ravel()[:4]} against {want.ravel()[:4]}")
             continue
-        share, worst = _outside(want, got)
-        worst_share, worst_difference = max(worst_share, share), max(worst_difference, worst)
-        if share > OUTLIER_SHARE or worst > OUTLIER_ATOL:
-            problems.append(f"{key}: {share:.2%} outside, max abs difference {worst:.3g}")
-    print(f"{case}: {worst_share:.3%} of an array outside at most; max abs {worst_difference:.3g}")
+        outside, difference = _outside(want, got)
+        worst = max(worst, difference)
+        if outside:
+            problems.append(f"{key}: {outside} of {want.size} apart by up to {difference:.3g}")
+    print(f"{case}: largest difference from the CPU recording {worst:.3g}")
     assert not problems, f"{case}: " + "; ".join(problems)
 
 
