@@ -27,6 +27,9 @@ kept (as timeit does: the best run is the one least disturbed by the rest of the
 Target: 2 runners at >= 1.8x one runner on a 2-core machine.
 Run: python bench/scaling.py [--num-envs 8] [--fragment 128] [--rounds 10] [--repeats 5]
      [--max-runners N]
+
+`--learners 1 2 4 8` measures learners instead of runners: PPO's learner throughput with that
+many data-parallel learners against one (bench/learner_scaling.py, whose options it takes).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import sys
 import time
 
 from sampling import PlainLoop  # bench/ is this script's path
@@ -128,6 +132,11 @@ def plain_loops_steps_per_s(
 
 
 def main() -> None:
+    if "--learners" in sys.argv[1:]:
+        import learner_scaling  # bench/ is this script's path
+
+        learner_scaling.main(sys.argv[1:])
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--fragment", type=int, default=128)

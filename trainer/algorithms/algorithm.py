@@ -59,6 +59,7 @@ from trainer.algorithms.checkpointing import (
     save_algorithm,
 )
 from trainer.algorithms.config.classes import AlgorithmClasses
+from trainer.algorithms.data_parallel import DataParallelLearners
 from trainer.algorithms.evaluation import EvaluationRounds
 from trainer.algorithms.learner_group import LearnerGroup
 from trainer.algorithms.learner_pieces import build_learner_pieces
@@ -186,6 +187,11 @@ class Algorithm(OldAlgorithmNames):
     #: (`self.learner_connector`), and the training step runs them over the episodes before
     #: the learner makes its batch.
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = False
+    #: Whether `learners(num_learners=N)`, N >= 2, trains data-parallel here: its training
+    #: step updates through `update_learners` (`trainer.algorithms.data_parallel`).
+    DATA_PARALLEL_LEARNERS: ClassVar[bool] = False
+    #: Learners 1..N-1 of data-parallel learners, beside `learner` (learner 0); None: one.
+    learner_replicas: DataParallelLearners | None = None
 
     @classmethod
     def get_default_config(cls) -> AlgorithmConfig:
@@ -284,6 +290,7 @@ class Algorithm(OldAlgorithmNames):
         )
         self.setup_learner()
         self._build_learners()
+        self._start_data_parallel_learners()
         self._set_module_weights(configured_module_states(self))
         self.sync_weights()
         self._refresh_counters()
@@ -314,6 +321,25 @@ class Algorithm(OldAlgorithmNames):
                 f"{type(self).__name__} runs no learner pieces{where} here (PPO, IMPALA and "
                 "APPO run the config's training(learner_connector=...) pieces)"
             )
+
+    def _start_data_parallel_learners(self) -> None:
+        """With `num_learners` >= 2 where this algorithm trains data-parallel
+        (`config.data_parallel_refusal()` is None): learners 1..N-1 in worker processes beside
+        `self.learner` (`trainer.algorithms.data_parallel`); `update_learners` then shards
+        each update over them."""
+        config = self.config
+        if config.num_learners < 2 or config.data_parallel_refusal() is not None:
+            return
+        self.learner_replicas = DataParallelLearners(
+            type(self), config, spaces_of(self.env_runner_group), self.learner
+        )
+
+    def update_learners(self, episodes: list, **kwargs: Any) -> Any:
+        """The learner's `update(episodes, **kwargs)`, or with data-parallel learners one
+        update over all of them, each on its shard of `episodes` (results reduced)."""
+        if self.learner_replicas is not None:
+            return self.learner_replicas.update(episodes, **kwargs)
+        return self.learner.update(episodes, **kwargs)
 
     # -- the learner, assembled from the classes the config declares ------------------------
     def setup_learner(self) -> None:
@@ -1584,6 +1610,9 @@ class Algorithm(OldAlgorithmNames):
         """Tune's hook behind `stop()`: releases the EnvRunners, evaluation rounds and the
         named-object server. A subclass that overrides it calls `super().cleanup()`."""
         self._stopped = True
+        replicas: DataParallelLearners | None = getattr(self, "learner_replicas", None)
+        if replicas is not None:
+            replicas.stop()
         # Either may be missing when __init__ failed before making it.
         group: EnvRunnerGroup | None = getattr(self, "env_runner_group", None)
         if group is not None:

@@ -545,6 +545,17 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "AlgorithmConfig.learners(num_learners=N), N >= 2",
+        "N data-parallel learners, of which learner 0 is the algorithm's own learner in the "
+        "main process and learners 1..N-1 are worker processes of this machine; each step's "
+        "gradients are averaged through shared memory (trainer/algorithms/data_parallel.py; "
+        "single-agent PPO, numpy and torch; other algorithms warn and train on one learner)",
+        "RLlib puts all N in Ray actors and averages with torch DistributedDataParallel; here "
+        "learner 0 is the one the weights, states and checkpoints are read from, so nothing "
+        "else changes with N, and one machine needs no Ray",
+        BEHAVIOUR,
+    ),
+    Difference(
         "AlgorithmConfig settings that have no effect here (num_learners, num_gpus, "
         "num_cpus_per_env_runner, ...)",
         "a value of another kind than RLlib's default is refused with a ConfigError "

@@ -80,7 +80,10 @@ _RAY = "Ray resource settings have no meaning here: EnvRunners are local process
 _GPU = "there is no GPU learner here: the learner runs numpy on the CPU"
 _TF = "the learner is numpy here, not TensorFlow"
 _TORCH = "the learner is numpy here, not torch"
-_ONE_LEARNER = "there is one learner, in the main process"
+_ONE_LEARNER = (
+    "learners run in the main process and, with data-parallel num_learners, in worker "
+    "processes of this machine: they take no Ray resources"
+)
 OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib's new stack"
 _TUNE = (
     "Tune's loggers are not used here; results go to the train() result dict (and the "

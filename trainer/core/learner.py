@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from trainer.core.allreduce import SharedMemoryAllReduce
 from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
@@ -114,6 +115,17 @@ class Learner(ABC):
     optimizer: Any
     #: What the learner set as its `update_threads`; None: the default, made when first read.
     _update_threads: UpdateThreads | None = None
+    #: Data-parallel learners' all-reduce (`trainer.algorithms.data_parallel`): each gradient
+    #: step applies the mean of the learners' gradients (and checks the mean loss); None: this
+    #: learner steps on its own gradient.
+    gradient_allreduce: SharedMemoryAllReduce | None = None
+
+    def mean_over_learners(self, value: float) -> float:
+        """`value`'s mean over the data-parallel learners (itself with one learner): what every
+        replica must agree on beyond the gradients (PPO's KL, which adapts its coefficient)."""
+        if self.gradient_allreduce is None:
+            return value
+        return float(self.gradient_allreduce.mean(np.array([value], dtype=np.float64))[0])
 
     @property
     def update_threads(self) -> UpdateThreads:
@@ -290,11 +302,20 @@ class NumpyLearner(Learner):
         """RLlib's: the module's parameters (numpy arrays, views into its flat vector)."""
         return list(module.parameters())
 
+    def gradient_size(self) -> int:
+        """The numbers one all-reduce of this learner's step carries: the flat gradient and
+        the loss."""
+        return int(self.module.flat_params.size) + 1
+
     def apply_gradients(self, loss: float) -> float:
         """Clips the module's gradient buffer (`grad_clip_by`), raises `NonFiniteUpdateError`
         before the weights change if `loss` or the gradient is not finite, then takes one Adam
         step; returns the gradient's global norm before clipping."""
         gradient = self.module.gradient_buffer()[0]  # the flat buffer backward wrote into
+        if self.gradient_allreduce is not None:  # the mean over the data-parallel learners
+            mean = self.gradient_allreduce.mean(np.append(gradient.astype(np.float64), loss))
+            gradient[:] = mean[:-1]
+            loss = float(mean[-1])
         norm = clip_gradients(
             gradient, self.config.grad_clip, self.config.grad_clip_by, self._parameter_sizes
         )

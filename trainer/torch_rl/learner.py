@@ -821,6 +821,45 @@ class TorchLearner(Learner):
             )
         return gradients
 
+    def _mean_over_learners(
+        self, gradients: ParamDict, total_loss: float
+    ) -> tuple[ParamDict, float]:
+        """The mean over the data-parallel learners (`gradient_allreduce`) of every registered
+        parameter's gradient (a learner whose loss did not reach a parameter counts zeros for
+        it, as DistributedDataParallel; a parameter no learner's loss reached keeps no
+        gradient) and of the loss. The mean is summed in float64 in rank order: every learner
+        gets the same bits."""
+        allreduce = self.gradient_allreduce
+        assert allreduce is not None
+        names = [name for entry in self._optimizers.values() for name in entry.param_names]
+        params = [self._params_by_name[name] for name in names]
+        parts = [
+            gradients[name].detach().reshape(-1).to("cpu", torch.float64)
+            if name in gradients
+            else torch.zeros(param.numel(), dtype=torch.float64)
+            for name, param in zip(names, params, strict=True)
+        ]
+        present = torch.tensor([float(name in gradients) for name in names], dtype=torch.float64)
+        vector = torch.cat([*parts, present, torch.tensor([total_loss], dtype=torch.float64)])
+        mean = torch.from_numpy(allreduce.mean(vector.numpy()))
+        averaged: ParamDict = {}
+        offset = 0
+        flags = mean[-1 - len(names) : -1]
+        for index, (name, param) in enumerate(zip(names, params, strict=True)):
+            size = param.numel()
+            if flags[index] > 0:
+                averaged[name] = (
+                    mean[offset : offset + size].view(param.shape).to(param.device, param.dtype)
+                )
+            offset += size
+        return averaged, float(mean[-1])
+
+    def gradient_size(self) -> int:
+        """The numbers one all-reduce of this learner's step carries: every registered
+        parameter's, a flag each, and the loss."""
+        names = [name for entry in self._optimizers.values() for name in entry.param_names]
+        return sum(self._params_by_name[name].numel() for name in names) + len(names) + 1
+
     def postprocess_gradients(self, gradients: ParamDict) -> ParamDict:
         """RLlib's: each module's gradients (those of its registered optimizers) through
         `postprocess_gradients_for_module`, with the module's config; returns `gradients`
@@ -1155,6 +1194,8 @@ class TorchLearner(Learner):
         }
         total_loss = float(sum(self._last_loss_per_module.values()))
         gradients = self.compute_gradients(loss_per_module)
+        if self.gradient_allreduce is not None:  # the mean over the data-parallel learners
+            gradients, total_loss = self._mean_over_learners(gradients, total_loss)
         norms = {
             entry.name: global_norm([gradients[n] for n in entry.param_names if n in gradients])
             for entry in self._optimizers.values()

@@ -234,6 +234,8 @@ class ConfigBase:
         @property
         def uses_torch(self) -> bool: ...
 
+        def data_parallel_refusal(self) -> str | None: ...  # the learners section's
+
         def __getitem__(self, key: str) -> Any: ...
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -459,7 +461,18 @@ class ConfigBase:
                 given.pop(name, None)
         if self.uses_torch:  # a torch learner runs on the GPU it asks for
             given.pop("num_gpus_per_learner", None)
-        messages = warn_ignored(type(self).__name__, given, self._rllib_rules())
+        messages = []
+        if "num_learners" in given and getattr(self, "algo_class", None) is not None:
+            num_learners = given.pop("num_learners")
+            refusal = self.data_parallel_refusal() if num_learners not in (0, 1) else None
+            if refusal is not None:
+                message = (
+                    f"{type(self).__name__}.learners(num_learners={num_learners!r}) has no "
+                    f"effect: {refusal}"
+                )
+                warnings.warn(message, IgnoredSettingWarning, stacklevel=2)
+                messages.append(message)
+        messages += warn_ignored(type(self).__name__, given, self._rllib_rules())
         if self.framework_str not in ("numpy", "torch"):
             message = (
                 f"{type(self).__name__}.framework({self.framework_str!r}) has no effect: "

@@ -21,6 +21,10 @@ class LearnersSection(ConfigBase):
 
         def training(self, *args: Any, **kwargs: Any) -> Self: ...
 
+        is_multi_agent: Any
+
+        def learner_only_module_specs(self) -> Any: ...
+
     def learners(
         self,
         *,
@@ -41,6 +45,30 @@ class LearnersSection(ConfigBase):
         if learner_connector is not NotProvided:
             self.training(learner_connector=learner_connector)
         return self
+
+    def data_parallel_refusal(self) -> str | None:
+        """Why `num_learners` (>= 2) trains on one learner here, or None: data-parallel
+        learners train (`trainer.algorithms.data_parallel`), or `num_learners` is 0 or 1."""
+        num_learners = getattr(self, "num_learners", 0)
+        if not isinstance(num_learners, int) or num_learners < 2:
+            return None
+        algo_class = getattr(self, "algo_class", None)
+        name = getattr(algo_class, "__name__", type(self).__name__)
+        if not getattr(algo_class, "DATA_PARALLEL_LEARNERS", False):
+            return (
+                f"data-parallel learners are not built for {name} yet: it trains on one "
+                "learner, in the main process"
+            )
+        if self.is_multi_agent:
+            return f"data-parallel learners train single-agent {name}; a multi-agent run trains on one learner"
+        model = getattr(self, "model_config", None) or {}
+        if isinstance(model, dict) and (model.get("use_lstm") or model.get("use_attention")):
+            return f"a recurrent module's {name} trains on one learner here"
+        if self.learner_only_module_specs():
+            return f"{name} with learner-only modules trains on one learner here"
+        if getattr(self, "num_gpus_per_learner", 0):
+            return "data-parallel learners run on the CPU here; GPU learners are one learner"
+        return None
 
     def build_learner(self, *, env: Any = None, spaces: dict | None = None) -> Any:
         """RLlib's builder: a new learner for `env`'s (or `spaces`') modules, built

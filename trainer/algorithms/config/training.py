@@ -208,6 +208,10 @@ class TrainingSection(ConfigBase):
 
         def get_default_learner_class(self) -> type: ...  # the framework section's
 
+        num_learners: int  # the learners section's
+
+        def data_parallel_refusal(self) -> str | None: ...
+
     gamma: float
     lr: float | list[list[float]]
     train_batch_size: int
@@ -244,7 +248,8 @@ class TrainingSection(ConfigBase):
         **unknown: Any,
     ) -> Self:
         """Learning settings every algorithm has. `train_batch_size_per_learner` sets
-        `train_batch_size` (there is one learner)."""
+        `train_batch_size`; with data-parallel learners it is each learner's share
+        (`total_train_batch_size`)."""
         # The algorithm's own settings (its class body's `setting(...)`s), set after these.
         own = {name: unknown.pop(name) for name in self._own_keywords() if name in unknown}
         values = {
@@ -269,6 +274,9 @@ class TrainingSection(ConfigBase):
         )
         if train_batch_size_per_learner is not NotProvided:
             self._set("training", {"train_batch_size": train_batch_size_per_learner})
+            self.__dict__["_batch_size_per_learner"] = True
+        elif train_batch_size is not NotProvided:
+            self.__dict__["_batch_size_per_learner"] = False
         if model is not NotProvided:
             self._set_model("training", "model", model)
         if isinstance(learner_config_dict, dict):  # as RLlib: updates what was given before
@@ -370,7 +378,12 @@ class TrainingSection(ConfigBase):
 
     @property
     def total_train_batch_size(self) -> int:
-        """Env steps per training step over all learners: `train_batch_size` (one learner)."""
+        """Env steps per training step over all learners: `train_batch_size`, or, given as
+        `train_batch_size_per_learner` to data-parallel learners, that times `num_learners`
+        (RLlib's)."""
+        learners = self.num_learners if self.data_parallel_refusal() is None else 1
+        if self.__dict__.get("_batch_size_per_learner") and learners >= 2:
+            return self.train_batch_size * learners
         return self.train_batch_size
 
     def build_learner_connector(

@@ -26,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from trainer.algorithms.ppo.loss import CURR_ENTROPY_COEFF
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.numpy_inference import NumpyPPOInference
@@ -95,11 +97,18 @@ class NumpyPPOUpdate:
         return self.twin.usable()
 
     def update(
-        self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
+        self,
+        episodes: list[SingleAgentEpisode],
+        num_env_steps_sampled_lifetime: int | None,
+        num_total_minibatches: int = 0,
+        minibatch_rng: np.random.Generator | None = None,
     ) -> UpdateResults:
-        """`PPOTorchLearner.update`'s results, computed in numpy (call when `usable()`)."""
+        """`PPOTorchLearner.update`'s results, computed in numpy (call when `usable()`);
+        data-parallel learners' steps take the mean of their gradients as the torch steps do
+        (the torch learner's `gradient_allreduce`)."""
         learner = self.learner
         numpy_learner = self.numpy_learner
+        numpy_learner.gradient_allreduce = learner.gradient_allreduce
         learner.metrics.reset()
         learner.apply_lr_schedule(num_env_steps_sampled_lifetime)
         self.twin.pull()
@@ -107,7 +116,12 @@ class NumpyPPOUpdate:
         numpy_learner.kl_coeff = learner.kl_coeff
         try:
             # The rate is set above (the torch optimizer's, schedule applied): None keeps it.
-            results = numpy_learner.update(episodes, num_env_steps_sampled_lifetime=None)
+            results = numpy_learner.update(
+                episodes,
+                num_env_steps_sampled_lifetime=None,
+                num_total_minibatches=num_total_minibatches,
+                minibatch_rng=minibatch_rng,
+            )
         finally:
             # Also after a NonFiniteUpdateError: the minibatch steps before it count, as in
             # torch, where each step writes the parameters.

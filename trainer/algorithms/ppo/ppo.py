@@ -30,6 +30,7 @@ class PPO(Algorithm):
     #: `training(learner_connector=...)` runs here: its pieces rewrite the sampled episodes
     #: before the learner makes its batch (`trainer.algorithms.learner_pieces`).
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
+    DATA_PARALLEL_LEARNERS: ClassVar[bool] = True
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
@@ -48,7 +49,7 @@ class PPO(Algorithm):
         # 1. Sample with the current weights, on all EnvRunners in parallel.
         with metrics.log_time((TIMERS, "env_runner_sampling_timer")):
             episodes, runner_metrics = self.env_runner_group.sample(
-                min_env_steps=self.config.train_batch_size
+                min_env_steps=self.config.total_train_batch_size
             )
         if not episodes:
             return  # every EnvRunner failed (see EnvRunnerGroup.handle_failures), as RLlib's
@@ -62,7 +63,7 @@ class PPO(Algorithm):
                 )
         # 2. Update the policy and value function (of each trained module).
         with metrics.log_time((TIMERS, "learner_update_timer")):
-            learner_results = self.learner.update(
+            learner_results = self.update_learners(
                 episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
             )
         if isinstance(self.learner, MultiAgentLearner):

@@ -138,24 +138,41 @@ def standardize_advantages(batch: dict[str, np.ndarray]) -> None:
 
 
 def shuffled_minibatches(
-    batch: dict[str, np.ndarray], cfg: PPOConfig, rng: np.random.Generator
+    batch: dict[str, np.ndarray],
+    cfg: PPOConfig,
+    rng: np.random.Generator,
+    num_total_minibatches: int = 0,
 ) -> Iterator[dict[str, np.ndarray]]:
     """`num_epochs` passes over `batch` in minibatches of `minibatch_size` rows, each pass in
     an order drawn from `rng` (with `shuffle_batch_per_epoch`). A full minibatch is gathered
     into the same preallocated arrays each time (valid until the next one is drawn); a
-    remainder under half a minibatch is left out, since it would weigh as much as a full one."""
+    remainder under half a minibatch is left out, since it would weigh as much as a full one.
+
+    `num_total_minibatches` > 0 (data-parallel learners, each on its shard: RLlib's
+    `num_total_minibatches`) yields exactly that many minibatches instead, passing over the
+    batch as often as that takes, so that every learner takes as many steps as the others."""
     size = len(batch["advantages"])
     minibatch_size = min(cfg.minibatch_size or size, size)
     minibatch = {
         key: np.empty((minibatch_size,) + value.shape[1:], value.dtype)
         for key, value in batch.items()
     }
-    for _ in range(cfg.num_epochs):
+    yielded = 0
+    epoch = 0
+    while (
+        (epoch < cfg.num_epochs)
+        if num_total_minibatches <= 0
+        else (yielded < num_total_minibatches)
+    ):
+        epoch += 1
         order = rng.permutation(size) if cfg.shuffle_batch_per_epoch else np.arange(size)
         for start in range(0, size, minibatch_size):
+            if 0 < num_total_minibatches <= yielded:
+                return
             idx = order[start : start + minibatch_size]
             if len(idx) < minibatch_size // 2 and start > 0:
                 continue
+            yielded += 1
             if len(idx) == minibatch_size:
                 for key, value in batch.items():
                     value.take(idx, axis=0, out=minibatch[key])
@@ -293,19 +310,31 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         episodes: list[SingleAgentEpisode],
         *,
         num_env_steps_sampled_lifetime: int | None = None,
+        num_total_minibatches: int = 0,
+        minibatch_rng: np.random.Generator | None = None,
     ) -> UpdateResults:
         """One PPO update on the given episodes; returns the loss statistics of its last
         minibatch (RLlib logs them with `window=1`), the KL coefficient after its adaptation,
         the learning rate and the steps trained. `num_env_steps_sampled_lifetime` places a
-        learning-rate schedule."""
+        learning-rate schedule. Data-parallel learners (`trainer.algorithms.data_parallel`)
+        give each its `num_total_minibatches` (`shuffled_minibatches`) and the generator its
+        minibatches are drawn from (else this learner's own, `rng`)."""
         with self.update_threads() as paced:
-            return self._update(episodes, num_env_steps_sampled_lifetime, paced)
+            return self._update(
+                episodes,
+                num_env_steps_sampled_lifetime,
+                paced,
+                num_total_minibatches,
+                minibatch_rng or self.rng,
+            )
 
     def _update(
         self,
         episodes: list[SingleAgentEpisode],
         num_env_steps_sampled_lifetime: int | None,
         paced: Callable[..., Iterator[dict[str, np.ndarray]]],
+        num_total_minibatches: int,
+        rng: np.random.Generator,
     ) -> UpdateResults:
         cfg = self.config
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
@@ -313,7 +342,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         standardize_advantages(batch)
         step_stats: dict[str, float] = {}
         minibatch_sizes = []
-        minibatches = shuffled_minibatches(batch, cfg, self.rng)
+        minibatches = shuffled_minibatches(batch, cfg, rng, num_total_minibatches)
         for minibatch in paced(minibatches, rows=_minibatch_rows, probe=self.step_bits):
             minibatch_sizes.append(_minibatch_rows(minibatch))
             step_stats = self._minibatch_step(minibatch)
@@ -321,8 +350,9 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         # with window=1), and the KL coefficient adapted towards kl_target on that minibatch's
         # KL, the policy's distance from the behaviour policy after all epochs.
         results: UpdateResults = dict(step_stats)
-        if cfg.use_kl_loss:
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results[MEAN_KL_LOSS]), cfg)
+        if cfg.use_kl_loss:  # (on the learners' mean KL: every replica adapts alike)
+            kl = self.mean_over_learners(float(results[MEAN_KL_LOSS]))
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
         results[CURR_KL_COEFF] = self.kl_coeff
         if num_env_steps_sampled_lifetime is not None:  # (None: the torch learner steps it)
             self.update_entropy_coeff(num_env_steps_sampled_lifetime)

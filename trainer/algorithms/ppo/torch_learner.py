@@ -328,25 +328,41 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         episodes: list[SingleAgentEpisode],
         *,
         num_env_steps_sampled_lifetime: int | None = None,
+        num_total_minibatches: int = 0,
+        minibatch_rng: np.random.Generator | None = None,
     ) -> UpdateResults:
         """One PPO update on `episodes`; returns the numpy PPOLearner's statistics: those of
         the last minibatch (total_loss, policy_loss, vf_loss, vf_loss_unclipped,
         vf_explained_var, entropy, mean_kl_loss, gradients_default_optimizer_global_norm),
         curr_kl_coeff after its adaptation, curr_lr and num_env_steps_trained.
-        `num_env_steps_sampled_lifetime` places a learning-rate schedule."""
+        `num_env_steps_sampled_lifetime` places a learning-rate schedule;
+        `num_total_minibatches` and `minibatch_rng`: as the numpy learner's (data-parallel
+        learners)."""
         if (
             self.numpy_update is not None
             and not self.learner_only_learners  # (they step in torch, on each minibatch)
             and self.numpy_update.usable()
         ):
-            return self.numpy_update.update(episodes, num_env_steps_sampled_lifetime)
+            return self.numpy_update.update(
+                episodes, num_env_steps_sampled_lifetime, num_total_minibatches, minibatch_rng
+            )
         self.sync_torch_optimizer()
         with self.update_threads():
-            return self._update(episodes, num_env_steps_sampled_lifetime)
+            return self._update(
+                episodes,
+                num_env_steps_sampled_lifetime,
+                num_total_minibatches,
+                minibatch_rng or self.rng,
+            )
 
     def _update(
-        self, episodes: list[SingleAgentEpisode], num_env_steps_sampled_lifetime: int | None
+        self,
+        episodes: list[SingleAgentEpisode],
+        num_env_steps_sampled_lifetime: int | None,
+        num_total_minibatches: int = 0,
+        rng: np.random.Generator | None = None,
     ) -> UpdateResults:
+        rng = rng or self.rng
         cfg = self.config
         self.metrics.reset()  # (an update that stopped on an error may have logged some)
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
@@ -361,7 +377,9 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
                 num_epochs=cfg.num_epochs,
                 shuffle_batch_per_epoch=cfg.shuffle_batch_per_epoch,
             )
-            for minibatch in shuffled_minibatches(batch, cast(Any, plan), self.rng):
+            for minibatch in shuffled_minibatches(
+                batch, cast(Any, plan), rng, num_total_minibatches
+            ):
                 # The steps of its sequences (padding left out).
                 minibatch_sizes.append(int(minibatch[Columns.SEQ_LENS].sum()))
                 step_stats = self.update_from_batch(_nested_state(minibatch, self.device))
@@ -375,7 +393,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
             for key, value in nested.items():
                 del batch[key]
                 batch.update(flatten_column(key, value))
-            for minibatch in shuffled_minibatches(batch, cfg, self.rng):
+            for minibatch in shuffled_minibatches(batch, cfg, rng, num_total_minibatches):
                 minibatch_sizes.append(len(minibatch[Columns.ADVANTAGES]))
                 for key, structure in nested.items():
                     minibatch = dict(minibatch)
@@ -384,8 +402,9 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
             num_trained = len(batch[Columns.ADVANTAGES])
         # As RLlib: the last minibatch's statistics, and the KL coefficient adapted on its KL.
         results: UpdateResults = dict(step_stats)
-        if cfg.use_kl_loss:
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, float(results[MEAN_KL_LOSS]), cfg)
+        if cfg.use_kl_loss:  # (on the learners' mean KL: every replica adapts alike)
+            kl = self.mean_over_learners(float(results[MEAN_KL_LOSS]))
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
         # Torch lr schedulers step once per update, after it (RLlib's TorchLearner).
         self.after_gradient_based_update(
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime or 0}

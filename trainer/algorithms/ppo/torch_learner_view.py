@@ -23,6 +23,8 @@ class PPOTorchLearnerView(Protocol):
     optimizer, its module's parameters)."""
 
     kl_coeff: float
+    #: Data-parallel learners' all-reduce (`Learner.gradient_allreduce`).
+    gradient_allreduce: Any
 
     @property
     def config(self) -> PPOConfig: ...

@@ -1,0 +1,331 @@
+"""Data-parallel learners (`learners(num_learners=N)`, N >= 2): N learners, each on its shard of
+every train batch, stepping on the mean of their gradients.
+
+The reference is computed here, in this process, from the learner's own loss and gradient
+primitives only: the same shards (`shard_episodes`), each learner's minibatches drawn as the
+update draws them, and at each step the mean of the N gradients applied to N copies of the
+learner. The learners in worker processes must give those weights (1e-5 relative), and every
+replica must hold the same state after each update."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+
+from trainer import PPOConfig
+from trainer.algorithms.data_parallel import (
+    LearnerWorkerError,
+    num_total_minibatches,
+    reduce_results,
+    shard_episodes,
+)
+from trainer.algorithms.ppo.ppo import PPO
+from trainer.algorithms.ppo.ppo_learner import shuffled_minibatches, standardize_advantages
+from trainer.compat.rllib_settings import IgnoredSettingWarning
+from trainer.runners.env_runner_group import spaces_of
+
+
+def _config(framework: str, num_learners: int, **training) -> PPOConfig:
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .framework(framework)
+        .env_runners(num_env_runners=0)
+        .learners(num_learners=num_learners)
+        .training(
+            **{
+                "train_batch_size": 600,
+                "minibatch_size": 64,
+                "num_epochs": 2,
+                "lr": 1e-3,
+                **training,
+            }
+        )
+        .debugging(seed=11)
+    )
+
+
+def _replicas_equal(algo) -> None:
+    states = algo.learner_replicas.replica_states()
+    first = pickle.dumps({k: states[0][k] for k in ("module", "optimizer", "kl_coeff")})
+    for state in states[1:]:
+        assert pickle.dumps({k: state[k] for k in ("module", "optimizer", "kl_coeff")}) == first
+
+
+# -- the reference: N learners in this process, gradients averaged by hand -------------------
+def _minibatch_gradient(learner, minibatch, framework):
+    """The learner's gradient on `minibatch`, flat, float64, and its loss."""
+    if framework == "numpy":
+        _, stats = learner.loss_and_grads(minibatch)
+        return learner.module.gradient_buffer()[0].astype(np.float64), stats["total_loss"]
+    import torch
+
+    from trainer.torch_rl.learner import to_train_tensors
+
+    tensors = to_train_tensors(minibatch, learner.device)
+    losses = learner.compute_losses(fwd_out=learner.rl_module.forward_train(tensors), batch=tensors)
+    gradients = learner.compute_gradients(losses)
+    names = [n for entry in learner._optimizers.values() for n in entry.param_names]
+    flat = torch.cat([gradients[n].reshape(-1).double() for n in names])
+    return flat.numpy(), float(sum(loss.item() for loss in losses.values()))
+
+
+def _apply(learner, mean, loss, framework):
+    if framework == "numpy":
+        learner.module.gradient_buffer()[0][:] = mean
+        learner.apply_gradients(loss)
+        return
+    import torch
+
+    names = [n for entry in learner._optimizers.values() for n in entry.param_names]
+    gradients, offset = {}, 0
+    for name in names:
+        param = learner._params_by_name[name]
+        gradients[name] = (
+            torch.from_numpy(mean[offset : offset + param.numel()])
+            .view(param.shape)
+            .to(param.dtype)
+        )
+        offset += param.numel()
+    learner.apply_gradients(learner.postprocess_gradients(gradients))
+
+
+def _reference_update(config, spaces, state, episodes, seed, num_learners, framework):
+    learners = []
+    for _ in range(num_learners):
+        learner = PPO.learner_for(config, spaces)
+        learner.set_state(copy.deepcopy(state))
+        learners.append(learner)
+    shards = shard_episodes(episodes, num_learners)
+    steps = sum(len(e) for e in episodes)
+    total = num_total_minibatches(steps, num_learners, config.minibatch_size, config.num_epochs)
+    minibatches = []
+    for rank, (learner, shard) in enumerate(zip(learners, shards, strict=True)):
+        batch = learner.build_train_batch(shard)
+        standardize_advantages(batch)
+        rng = np.random.default_rng([seed, rank])
+        minibatches.append(
+            [
+                {k: np.array(v) for k, v in mb.items()}
+                for mb in shuffled_minibatches(batch, config, rng, total)
+            ]
+        )
+    assert all(len(mbs) == total for mbs in minibatches)
+    for step in range(total):
+        pairs = [
+            _minibatch_gradient(learner, mbs[step], framework)
+            for learner, mbs in zip(learners, minibatches, strict=True)
+        ]
+        mean = sum(g for g, _ in pairs) / num_learners
+        loss = sum(value for _, value in pairs) / num_learners
+        for learner in learners:
+            _apply(learner, mean, loss, framework)
+    return learners[0].get_state()["module"]
+
+
+def _flat_weights(weights) -> np.ndarray:
+    if isinstance(weights, dict):
+        return np.concatenate([_flat_weights(weights[k]) for k in sorted(weights)])
+    return np.asarray(weights, dtype=np.float64).reshape(-1)
+
+
+def _torch_learner_class():
+    """PPO's torch learner as a subclass: its update steps in torch (the class itself runs
+    the default module's update in numpy, `NumpyPPOUpdate`, which the numpy case checks)."""
+    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+
+    return type("TorchStepsPPOLearner", (PPOTorchLearner,), {"__module__": __name__})
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_n_learners_give_the_weights_of_averaged_gradients_over_their_shards(framework):
+    config = _config(framework, 2)
+    if framework == "torch":
+        pytest.importorskip("torch")
+        config = config.training(learner_class=_torch_learner_class())
+    algo = config.build()
+    try:
+        algo.train()  # a first update: the learners start from trained weights below
+        _replicas_equal(algo)
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
+        state = pickle.loads(pickle.dumps(algo.learner.get_state()))
+        seed = int(copy.deepcopy(algo.learner.rng).integers(2**63))
+        algo.update_learners(episodes, num_env_steps_sampled_lifetime=1200)
+        _replicas_equal(algo)
+        got = _flat_weights(algo.learner.get_state()["module"])
+        spaces = spaces_of(algo.env_runner_group)
+        want = _flat_weights(
+            _reference_update(algo.config, spaces, state, episodes, seed, 2, framework)
+        )
+        before = _flat_weights(state["module"])
+        assert np.abs(got - before).max() > 1e-4  # the update moved the weights
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    finally:
+        algo.stop()
+
+
+def test_shards_hold_equal_steps_and_every_step_once():
+    algo = _config("numpy", 0).build()
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=500)
+    finally:
+        algo.stop()
+    steps = sum(len(e) for e in episodes)
+    for num_shards in (2, 3, 4):
+        shards = shard_episodes(list(episodes), num_shards)
+        lengths = [sum(len(e) for e in shard) for shard in shards]
+        assert sum(lengths) == steps
+        assert max(lengths) - min(lengths) <= 1
+        rewards = sorted(float(r) for shard in shards for e in shard for r in e.get_rewards())
+        assert rewards == sorted(float(r) for e in episodes for r in e.get_rewards())
+
+
+def test_results_sum_counts_and_average_the_rest():
+    reduced = reduce_results(
+        [
+            {"total_loss": 1.0, "num_env_steps_trained": 300, "nested": {"x": 2.0}, "tag": "a"},
+            {"total_loss": 3.0, "num_env_steps_trained": 301, "nested": {"x": 4.0}, "tag": "b"},
+        ]
+    )
+    assert reduced == {
+        "total_loss": 2.0,
+        "num_env_steps_trained": 601,
+        "nested": {"x": 3.0},
+        "tag": "a",
+    }
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_several_learners_train_without_a_warning_and_stop_their_processes(framework):
+    if framework == "torch":  # (the default torch learner: its update runs in numpy)
+        pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = _config(framework, 3).build()
+    pids = [worker.process.pid for worker in algo.learner_replicas.workers]
+    assert len(pids) == 2
+    result = algo.train()
+    assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 600
+    _replicas_equal(algo)
+    algo.stop()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_where_several_learners_do_not_run_the_setting_warns_why():
+    from trainer import DQNConfig
+
+    config = DQNConfig().environment("CartPole-v1").learners(num_learners=2)
+    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for DQN"):
+        config.ignored_settings_warnings()
+    config = _config("torch", 2).rl_module(model_config={"use_lstm": True})
+    with pytest.warns(IgnoredSettingWarning, match="recurrent"):
+        config.ignored_settings_warnings()
+
+
+def test_per_learner_batch_size_scales_the_sampled_batch():
+    config = PPOConfig().learners(num_learners=2).training(train_batch_size_per_learner=500)
+    assert config.total_train_batch_size == 1000
+    assert (
+        PPOConfig().learners(num_learners=2).training(train_batch_size=500).total_train_batch_size
+        == 500
+    )
+
+
+def test_a_checkpoint_of_several_learners_restores_with_any_number_and_resumes_exactly(
+    tmp_path,
+):
+    algo = _config("numpy", 2).build()
+    try:
+        algo.train()
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        algo.train()
+        want = _flat_weights(algo.learner.get_state()["module"])
+    finally:
+        algo.stop()
+    again = _config("numpy", 2).build()
+    try:
+        again.restore_from_path(path)
+        again.train()
+        np.testing.assert_array_equal(_flat_weights(again.learner.get_state()["module"]), want)
+        _replicas_equal(again)
+    finally:
+        again.stop()
+    single = _config("numpy", 0).build()
+    try:
+        single.restore_from_path(path)
+        single.train()
+        assert single.learner_replicas is None
+    finally:
+        single.stop()
+
+
+def test_a_learner_that_dies_mid_update_leaves_learner_0_as_it_was(monkeypatch):
+    algo = _config("numpy", 2).build()
+    try:
+        algo.train()
+        before = pickle.dumps(algo.learner.get_state()["module"])
+        victim = algo.learner_replicas.workers[0].process
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
+        victim.kill()
+        victim.join(5)
+        with pytest.raises(LearnerWorkerError, match="learner 1"):
+            algo.update_learners(episodes, num_env_steps_sampled_lifetime=1200)
+        assert pickle.dumps(algo.learner.get_state()["module"]) == before
+        # A fresh worker took its place, holding learner 0's state: training goes on.
+        assert algo.learner_replicas.workers[0].process.pid != victim.pid
+        algo.train()
+        _replicas_equal(algo)
+    finally:
+        algo.stop()
+
+
+def test_a_learner_killed_during_the_update_fails_it_at_once_and_nothing_is_half_trained():
+    import threading
+    import time
+
+    algo = _config("numpy", 2, num_epochs=40, minibatch_size=32).build()
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
+        before = pickle.dumps(algo.learner.get_state()["module"])
+        victim = algo.learner_replicas.workers[0].process
+        threading.Timer(0.3, victim.kill).start()
+        started = time.monotonic()
+        with pytest.raises(LearnerWorkerError, match="learner 1.*died"):
+            algo.update_learners(episodes, num_env_steps_sampled_lifetime=600)
+        assert time.monotonic() - started < 30  # not the all-reduce's timeout
+        assert pickle.dumps(algo.learner.get_state()["module"]) == before
+        algo.train()
+        _replicas_equal(algo)
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_two_learners_learn_cartpole():
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1)
+        .learners(num_learners=2)
+        .training(lr=3e-4, num_epochs=6, minibatch_size=128, train_batch_size_per_learner=1000)
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        best = 0.0
+        for _ in range(25):
+            result = algo.train()
+            best = max(best, result["env_runners"].get("episode_return_mean", 0.0))
+            if best >= 150:
+                break
+        assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 2000
+        assert best >= 150
+    finally:
+        algo.stop()
