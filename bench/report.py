@@ -123,6 +123,25 @@ BENCHMARKS = (
         quick=("bench/scaling.py", "--rounds", "4", "--repeats", "1"),
     ),
     Benchmark(
+        "learner_scaling",
+        "learners across cores: PPO's learner throughput (env steps of train batch per second "
+        "of update, 16,000-step batches, 256x256 networks, numpy) with 1 and 2 data-parallel "
+        "learners, against one learner in the same run",
+        ("bench/scaling.py", "--learners", "1", "2"),
+        r"cores;|^\d+ learner",
+        "printed: N learners against one (the target, 4 learners >= 3x one, is for 16 cores)",
+        quick=("bench/scaling.py", "--learners", "1", "2", "--repeats", "1", "--batch", "4000"),
+    ),
+    Benchmark(
+        "learner_scaling_many_cores",
+        "`learner_scaling` on a machine of 8 cores or more: 1, 2, 4 and 8 data-parallel PPO "
+        "learners against one",
+        ("bench/scaling.py", "--learners", "1", "2", "4", "8"),
+        r"cores;|^\d+ learner",
+        "4 learners >= 3x one learner",
+        min_cores=8,
+    ),
+    Benchmark(
         "scaling_many_cores",
         "`scaling` on a machine of 8 cores or more: 1, 2, 4, ... EnvRunner processes up to "
         "the machine's cores, env steps/s and the ratio to N x one runner, beside N plain "
