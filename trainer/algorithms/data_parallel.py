@@ -475,6 +475,8 @@ class DataParallelLearners:
     def _recover(self, before: bytes) -> None:
         """After a failed update: learner 0 takes back its state from before it, and every
         worker is replaced by a fresh one holding that state."""
+        if self._allreduce is not None:  # workers still in a step stop waiting for learner 0
+            self._allreduce.abort()
         self.learner.set_state(pickle.loads(before))
         self._end_workers()
         if not self._stopped:
