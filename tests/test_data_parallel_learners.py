@@ -50,11 +50,11 @@ def _config(framework: str, num_learners: int, **training) -> PPOConfig:
     )
 
 
-def _replicas_equal(algo) -> None:
+def _replicas_equal(algo, keys=("module", "optimizer", "kl_coeff")) -> None:
     states = algo.learner_replicas.replica_states()
-    first = pickle.dumps({k: states[0][k] for k in ("module", "optimizer", "kl_coeff")})
+    first = pickle.dumps({k: states[0][k] for k in keys})
     for state in states[1:]:
-        assert pickle.dumps({k: state[k] for k in ("module", "optimizer", "kl_coeff")}) == first
+        assert pickle.dumps({k: state[k] for k in keys}) == first
 
 
 # -- the reference: N learners in this process, gradients averaged by hand -------------------
@@ -108,7 +108,7 @@ def _reference_update(config, spaces, state, episodes, seed, num_learners, frame
     for rank, (learner, shard) in enumerate(zip(learners, shards, strict=True)):
         batch = learner.build_train_batch(shard)
         standardize_advantages(batch)
-        rng = np.random.default_rng([seed, rank])
+        rng = np.random.default_rng([seed, rank, 0])
         minibatches.append(
             [
                 {k: np.array(v) for k, v in mb.items()}
@@ -142,9 +142,11 @@ def _torch_learner_class():
     return type("TorchStepsPPOLearner", (PPOTorchLearner,), {"__module__": __name__})
 
 
-@pytest.mark.parametrize("framework", ["numpy", "torch"])
-def test_n_learners_give_the_weights_of_averaged_gradients_over_their_shards(framework):
-    config = _config(framework, 2)
+@pytest.mark.parametrize(("framework", "num_learners"), [("numpy", 2), ("numpy", 4), ("torch", 2)])
+def test_n_learners_give_the_weights_of_averaged_gradients_over_their_shards(
+    framework, num_learners
+):
+    config = _config(framework, num_learners)
     if framework == "torch":
         pytest.importorskip("torch")
         config = config.training(learner_class=_torch_learner_class())
@@ -160,7 +162,7 @@ def test_n_learners_give_the_weights_of_averaged_gradients_over_their_shards(fra
         got = _flat_weights(algo.learner.get_state()["module"])
         spaces = spaces_of(algo.env_runner_group)
         want = _flat_weights(
-            _reference_update(algo.config, spaces, state, episodes, seed, 2, framework)
+            _reference_update(algo.config, spaces, state, episodes, seed, num_learners, framework)
         )
         before = _flat_weights(state["module"])
         assert np.abs(got - before).max() > 1e-4  # the update moved the weights
@@ -219,10 +221,18 @@ def test_several_learners_train_without_a_warning_and_stop_their_processes(frame
 
 
 def test_where_several_learners_do_not_run_the_setting_warns_why():
-    from trainer import DQNConfig
+    from trainer import APPOConfig, SACConfig
 
-    config = DQNConfig().environment("CartPole-v1").learners(num_learners=2)
-    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for DQN"):
+    config = APPOConfig().environment("CartPole-v1").learners(num_learners=2)
+    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for APPO"):
+        config.ignored_settings_warnings()
+    config = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .multi_agent(policies={"a", "b"}, policy_mapping_fn=lambda agent_id, *args, **kw: "a")
+        .learners(num_learners=2)
+    )
+    with pytest.warns(IgnoredSettingWarning, match="single-agent SAC"):
         config.ignored_settings_warnings()
     config = _config("torch", 2).rl_module(model_config={"use_lstm": True})
     with pytest.warns(IgnoredSettingWarning, match="recurrent"):
@@ -327,5 +337,166 @@ def test_two_learners_learn_cartpole():
                 break
         assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 2000
         assert best >= 150
+    finally:
+        algo.stop()
+
+
+# -- off-policy: SAC and DQN, each learner on its rows of the replayed batch -----------------
+def _off_policy_config(name: str, framework: str, num_learners: int):
+    from trainer import DQNConfig, SACConfig
+
+    config_class, env = {"SAC": (SACConfig, "Pendulum-v1"), "DQN": (DQNConfig, "CartPole-v1")}[name]
+    return (
+        config_class()
+        .environment(env)
+        .framework(framework)
+        .env_runners(num_env_runners=0)
+        .learners(num_learners=num_learners)
+        .training(train_batch_size_per_learner=32, num_steps_sampled_before_learning_starts=64)
+        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
+        .reporting(min_sample_timesteps_per_iteration=64)
+        .debugging(seed=5)
+    )
+
+
+def _off_policy_reference(algo, state, batch, sampled, num_learners):
+    """N copies of the numpy learner, each stepping on the mean of the N gradients of its
+    rows (SAC: each optimizer's, and log_alpha's)."""
+    from trainer.algorithms.data_parallel import shard_rows
+
+    learners = []
+    for _ in range(num_learners):
+        learner = type(algo).learner_for(algo.config, spaces_of(algo.env_runner_group))
+        learner.set_state(copy.deepcopy(state))
+        learners.append(learner)
+    shards = shard_rows(batch, num_learners)
+    sac = hasattr(learners[0], "_alpha_grad")
+    parts = []
+    for learner, shard in zip(learners, shards, strict=True):
+        if sac:
+            loss = learner.loss_and_gradients(shard)
+            parts.append(
+                (
+                    learner.module.gradient_buffer()[0].astype(np.float64),
+                    loss.d_log_alpha,
+                    loss.losses,
+                )
+            )
+        else:
+            stats, _ = learner.loss_and_gradients(shard)
+            parts.append((learner.module.gradient_buffer()[0].astype(np.float64), 0.0, stats))
+    gradient = sum(p[0] for p in parts) / num_learners
+    alpha = sum(p[1] for p in parts) / num_learners
+    for learner in learners:
+        learner.module.gradient_buffer()[0][:] = gradient
+        if sac:
+            learner._alpha_grad[0] = alpha
+            learner._apply_gradients(
+                {k: sum(p[2][k] for p in parts) / num_learners for k in parts[0][2]}
+            )
+            learner.update_target_network(sampled)
+        else:
+            learner.apply_gradients(sum(p[2]["qf_loss"] for p in parts) / num_learners)
+            learner.update_target_network(sampled)
+    return learners[0].get_state()
+
+
+@pytest.mark.parametrize("name", ["SAC", "DQN"])
+def test_off_policy_learners_give_the_weights_of_averaged_gradients_over_their_rows(name):
+    from trainer.algorithms.replay import sample_train_batch
+
+    algo = _off_policy_config(name, "numpy", 2).build()
+    try:
+        algo.train()  # learning has started: the learners hold trained weights below
+        _replicas_equal(algo, keys=("module",))
+        config = algo.config
+        batch = sample_train_batch(
+            algo.local_replay_buffer,
+            config.total_train_batch_size,
+            n_step=config.n_step,
+            gamma=config.gamma,
+            beta=config.replay_buffer_config.get("beta"),
+        )
+        assert len(batch["rewards"]) == 64
+        state = pickle.loads(pickle.dumps(algo.learner.get_state()))
+        sampled = algo.num_env_steps_sampled_lifetime
+        algo.learner_replicas.new_round()
+        results = algo.update_learners_on_batch(batch, num_env_steps_sampled_lifetime=sampled)
+        assert len(results["td_error"]) == 64  # every row's, for its priority
+        want = _off_policy_reference(algo, state, batch, sampled, 2)
+        got = algo.learner.get_state()
+        assert np.abs(_flat_weights(got["module"]) - _flat_weights(state["module"])).max() > 1e-6
+        np.testing.assert_allclose(
+            _flat_weights(got["module"]), _flat_weights(want["module"]), rtol=1e-5, atol=1e-7
+        )
+        _replicas_equal(algo, keys=("module",))
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("name", ["SAC", "DQN"])
+def test_off_policy_learners_on_torch_stay_replicas(name):
+    pytest.importorskip("torch")
+    algo = _off_policy_config(name, "torch", 2).build()
+    try:
+        for _ in range(2):
+            result = algo.train()
+        assert result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
+        _replicas_equal(algo, keys=("module",))
+    finally:
+        algo.stop()
+
+
+# -- multi-agent PPO: each module's chunks sharded over the learners -------------------------
+def _multi_agent_config(num_learners: int) -> PPOConfig:
+    from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    return (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .env_runners(num_env_runners=0)
+        .multi_agent(
+            policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, *args, **kw: f"p{agent_id}"
+        )
+        .learners(num_learners=num_learners)
+        .training(train_batch_size=600, minibatch_size=64, num_epochs=2)
+        .debugging(seed=1)
+    )
+
+
+def _module_replicas_equal(algo, modules) -> None:
+    states = algo.learner_replicas.replica_states()
+    keyed = [
+        pickle.dumps(
+            {m: {k: s[m][k] for k in ("module", "optimizer", "kl_coeff")} for m in modules}
+        )
+        for s in states
+    ]
+    assert all(k == keyed[0] for k in keyed[1:])
+
+
+def test_multi_agent_learners_train_every_module_on_its_shards_and_stay_replicas():
+    from trainer.core.rl_module import RLModuleSpec
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = _multi_agent_config(2).build()
+    try:
+        result = algo.train()
+        sampled = result["env_runners"]["num_module_steps_sampled"]
+        for module_id in ("p0", "p1"):
+            trained = result["learners"][module_id]["num_env_steps_trained"]
+            assert trained == sampled[module_id]  # both learners' shards together
+        _module_replicas_equal(algo, ("p0", "p1"))
+        # A module added later reaches the workers' learners too.
+        import gymnasium as gym
+
+        env = gym.make("CartPole-v1")
+        algo.add_module(
+            "p2",
+            RLModuleSpec(observation_space=env.observation_space, action_space=env.action_space),
+        )
+        algo.train()
+        _module_replicas_equal(algo, ("p0", "p1", "p2"))
     finally:
         algo.stop()

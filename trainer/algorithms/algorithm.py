@@ -187,9 +187,10 @@ class Algorithm(OldAlgorithmNames):
     #: (`self.learner_connector`), and the training step runs them over the episodes before
     #: the learner makes its batch.
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = False
-    #: Whether `learners(num_learners=N)`, N >= 2, trains data-parallel here: its training
-    #: step updates through `update_learners` (`trainer.algorithms.data_parallel`).
-    DATA_PARALLEL_LEARNERS: ClassVar[bool] = False
+    #: Where `learners(num_learners=N)`, N >= 2, trains data-parallel here ("single-agent",
+    #: "multi-agent"): the training step updates through `update_learners` (on-policy) or
+    #: `update_learners_on_batch` (off-policy) (`trainer.algorithms.data_parallel`).
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ()
     #: Learners 1..N-1 of data-parallel learners, beside `learner` (learner 0); None: one.
     learner_replicas: DataParallelLearners | None = None
 
@@ -340,6 +341,14 @@ class Algorithm(OldAlgorithmNames):
         if self.learner_replicas is not None:
             return self.learner_replicas.update(episodes, **kwargs)
         return self.learner.update(episodes, **kwargs)
+
+    def update_learners_on_batch(self, batch: Any, **kwargs: Any) -> Any:
+        """The learner's `update(batch, **kwargs)` on a replayed batch of columns, or with
+        data-parallel learners one update over all of them, each on its rows (results
+        reduced; per-row TD errors joined in the batch's order)."""
+        if self.learner_replicas is not None:
+            return self.learner_replicas.update_batch(batch, **kwargs)
+        return self.learner.update(batch, **kwargs)
 
     # -- the learner, assembled from the classes the config declares ------------------------
     def setup_learner(self) -> None:
@@ -617,6 +626,7 @@ class Algorithm(OldAlgorithmNames):
         )
         self._check_module_change(change)
         self._apply_module_change(change, learner, to_learners=add_to_learners)
+        self._restart_learner_replicas()
         if add_to_env_runners:
             group.foreach_env_runner(partial(runner_add_module, change=change))
         if evaluator is not None and add_to_eval_env_runners:
@@ -666,6 +676,7 @@ class Algorithm(OldAlgorithmNames):
         )
         self._check_module_change(change)
         self._apply_module_change(change, learner, to_learners=remove_from_learners)
+        self._restart_learner_replicas()
         group = self.env_runner_group
         if remove_from_env_runners:
             group.foreach_env_runner(partial(runner_remove_module, change=change))
@@ -676,6 +687,12 @@ class Algorithm(OldAlgorithmNames):
         self.__dict__.get("_module_explorations", {}).pop(module_id, None)
         self.sync_weights()
         return self.config.get_multi_rl_module_spec(spaces=self._module_spaces())
+
+    def _restart_learner_replicas(self) -> None:
+        """After a module was added or removed: data-parallel learners' workers built anew
+        from the changed config, holding learner 0's state (its new module's too)."""
+        if self.learner_replicas is not None:
+            self.learner_replicas.restart(self.config, spaces_of(self.env_runner_group))
 
     def _module_spaces(self) -> dict[str, tuple[Any, Any]]:
         """The training group's `{module_id: (observation space, action space)}` (a
@@ -1017,6 +1034,8 @@ class Algorithm(OldAlgorithmNames):
         if self._stopped:
             raise RuntimeError(f"{type(self).__name__} was stopped; build a new one to train")
         start = time.perf_counter()
+        if self.learner_replicas is not None:  # learner 0's state may have been set since
+            self.learner_replicas.new_round()
         rounds = self._evaluation
         # Evaluate the weights of the previous iteration while this one trains, if it is due.
         parallel_round = rounds.start_parallel(self.iteration + 1)

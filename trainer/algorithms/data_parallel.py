@@ -45,13 +45,15 @@ import threading
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import cloudpickle
 import numpy as np
 
 from trainer.algorithms.learner_group import call_build_hooks
+from trainer.algorithms.multi_agent_learner import episodes_by_module
 from trainer.core.allreduce import AllReduceError, SharedMemoryAllReduce
+from trainer.core.blas import BLAS_THREAD_VARS, user_sized_pools
 from trainer.errors import RemoteError
 
 #: How long a learner waits at a gradient all-reduce for the others (a step of RLlib's
@@ -96,7 +98,10 @@ class _SetState:
 
 @dataclass(frozen=True)
 class _Update:
-    episodes: list
+    """A call of the learner's `method(*args, **kwargs)`: one update on this learner's shard."""
+
+    method: str
+    args: tuple
     kwargs: dict
 
 
@@ -158,7 +163,8 @@ def num_total_minibatches(steps: int, num_shards: int, minibatch_size: int, num_
 
 def reduce_results(results: list[Any]) -> Any:
     """The learners' results as one: per key, counts (`num_...`) summed, other numbers
-    averaged, dicts reduced key by key, anything else learner 0's."""
+    averaged, per-row arrays joined in the shards' order, dicts reduced key by key, anything
+    else learner 0's."""
     first = results[0]
     if isinstance(first, dict):
         return {
@@ -171,12 +177,53 @@ def reduce_results(results: list[Any]) -> Any:
 
 
 def _reduce_value(key: str, values: list[Any]) -> Any:
+    if all(isinstance(v, np.ndarray) and v.ndim >= 1 for v in values):
+        return np.concatenate(values)  # per-row values (TD errors), in the shards' order
     if not all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
         return values[0]
     if key.startswith("num_"):
         return sum(values)
     mean = sum(float(v) for v in values) / len(values)
     return type(values[0])(mean) if isinstance(values[0], int) else mean
+
+
+def shard_rows(batch: Any, num_shards: int) -> list[Any]:
+    """A train batch of columns (arrays, or dicts of them) split into `num_shards` batches of
+    consecutive rows, the first ones a row longer where they do not divide (RLlib's
+    `ShardBatchIterator`)."""
+    rows = _num_rows(batch)
+    bounds = [rows * index // num_shards for index in range(num_shards + 1)]
+    return [_rows(batch, bounds[i], bounds[i + 1]) for i in range(num_shards)]
+
+
+def _num_rows(batch: Any) -> int:
+    if isinstance(batch, dict):
+        return _num_rows(next(iter(batch.values())))
+    return len(batch)
+
+
+def _rows(batch: Any, start: int, stop: int) -> Any:
+    if isinstance(batch, dict):
+        return {key: _rows(value, start, stop) for key, value in batch.items()}
+    return batch[start:stop]
+
+
+def module_learners(learner: Any) -> list[Any]:
+    """The learners that step: a multi-agent learner's per module, else the learner itself."""
+    nested = getattr(learner, "learners", None)
+    return list(nested.values()) if isinstance(nested, dict) else [learner]
+
+
+def attach_allreduce(learner: Any, allreduce: SharedMemoryAllReduce | None) -> None:
+    """Gives every stepping learner of `learner` the all-reduce (None: steps alone again)."""
+    for each in module_learners(learner):
+        each.gradient_allreduce = allreduce
+
+
+def _gradient_capacity(learner: Any) -> int:
+    return max(
+        each.gradient_size() for each in module_learners(learner) if hasattr(each, "gradient_size")
+    )
 
 
 # -- a worker ---------------------------------------------------------------------------------
@@ -187,7 +234,8 @@ def _worker_main(conn: Any, payload: bytes) -> None:
         init: _Init = cloudpickle.loads(payload)
         learner = init.algo_class.learner_for(init.config, init.spaces)
         call_build_hooks(learner)
-        learner.gradient_allreduce = SharedMemoryAllReduce.attach(init.allreduce, init.rank)
+        allreduce = SharedMemoryAllReduce.attach(init.allreduce, init.rank)
+        attach_allreduce(learner, allreduce)
     except BaseException as error:  # noqa: BLE001 - reported to learner 0, then this ends
         conn.send(_failed(error))
         return
@@ -210,16 +258,38 @@ def _worker_main(conn: Any, payload: bytes) -> None:
                 learner.set_state(pickle.loads(message.state_blob))
                 reply: Any = _Done()
             elif isinstance(message, _Update):
-                reply = _Done(learner.update(message.episodes, **message.kwargs))
+                reply = _Done(getattr(learner, message.method)(*message.args, **message.kwargs))
             elif isinstance(message, _GetState):
                 reply = _Done(pickle.dumps(learner.get_state()))
             else:
                 raise TypeError(f"learner worker: unknown message {type(message).__name__}")
         except BaseException as error:  # noqa: BLE001 - reported to learner 0
             if isinstance(message, _Update):  # the others stop waiting for this one's steps
-                learner.gradient_allreduce.abort()
+                allreduce.abort()
             reply = _failed(error)
         conn.send(reply)
+
+
+@contextlib.contextmanager
+def _worker_threads(num_learners: int) -> Iterator[None]:
+    """Starts a worker with BLAS and torch thread pools of the machine's cores over the
+    learners (at least one), unless the user sized them (`BLAS_THREAD_VARS`): a worker's
+    update would otherwise run numpy's pool of one thread per core beside the other learners,
+    each slowing the others."""
+    if user_sized_pools():
+        yield
+        return
+    threads = str(max(1, (os.cpu_count() or 1) // num_learners))
+    saved = {var: os.environ.get(var) for var in BLAS_THREAD_VARS}
+    os.environ.update(dict.fromkeys(BLAS_THREAD_VARS, threads))
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
 
 
 @contextlib.contextmanager
@@ -282,16 +352,18 @@ class DataParallelLearners:
         self.workers: list[_Worker] = []
         self._allreduce: SharedMemoryAllReduce | None = None
         self._stopped = False
+        #: Whether the workers took learner 0's state in this iteration (`new_round`).
+        self._round_synced = False
         self._start_workers(self._state_blob())
 
     # -- starting and ending workers ----------------------------------------------------------
     def _start_workers(self, state_blob: bytes) -> None:
         """A fresh all-reduce block and N - 1 fresh workers, each holding `state_blob`."""
         allreduce = SharedMemoryAllReduce.create(
-            self.num_learners, self.learner.gradient_size(), ALLREDUCE_TIMEOUT_S
+            self.num_learners, _gradient_capacity(self.learner), ALLREDUCE_TIMEOUT_S
         )
         self._allreduce = allreduce
-        self.learner.gradient_allreduce = allreduce
+        attach_allreduce(self.learner, allreduce)
         workers: list[_Worker] = []
         self.workers = workers
         try:
@@ -306,7 +378,7 @@ class DataParallelLearners:
                     name=f"localrl-learner-{rank}",
                     daemon=True,
                 )
-                with _main_module_hidden():
+                with _main_module_hidden(), _worker_threads(self.num_learners):
                     process.start()
                 child_conn.close()
                 workers.append(_Worker(rank, process, parent_conn))
@@ -341,7 +413,7 @@ class DataParallelLearners:
                 worker.process.join(STOP_TIMEOUT_S)
             worker.conn.close()
         self.workers = []
-        self.learner.gradient_allreduce = None
+        attach_allreduce(self.learner, None)
         if self._allreduce is not None:
             self._allreduce.close()
             self._allreduce = None
@@ -403,35 +475,129 @@ class DataParallelLearners:
         return pickle.dumps(self.learner.get_state(), protocol=pickle.HIGHEST_PROTOCOL)
 
     def update(self, episodes: list, **kwargs: Any) -> Any:
-        """One data-parallel update on `episodes` (see the module docstring); returns the
-        learners' results reduced."""
+        """One data-parallel update of an on-policy learner (PPO's) on `episodes`, each
+        learner on its shard with the same number of minibatch steps (see the module
+        docstring); a multi-agent learner's modules each on their own shards
+        (`_module_calls`). Returns the learners' results reduced."""
+        seed = int(self._seed_source().integers(2**63))
+        if hasattr(self.learner, "learners"):
+            calls = self._module_calls(episodes, seed, kwargs)
+        else:
+            shards = shard_episodes(episodes, self.num_learners)
+            steps = sum(len(episode) for episode in episodes)
+            total = self._minibatch_steps(self.config, steps, self.num_learners)
+            calls = [
+                (
+                    "update",
+                    (shards[rank],),
+                    {
+                        **kwargs,
+                        "num_total_minibatches": total,
+                        "minibatch_rng": _rank_rng(seed, rank),
+                    },
+                )
+                for rank in range(self.num_learners)
+            ]
+        return self._run(calls)
+
+    def update_batch(self, batch: Any, **kwargs: Any) -> Any:
+        """One data-parallel update of an off-policy learner on a replayed `batch` of
+        columns, each learner on its consecutive rows (`shard_rows`); the per-row TD errors
+        come back joined in the batch's order.
+
+        An off-policy iteration runs many short updates (one optimizer step each), so learner
+        0's state is compared with the workers' once per iteration (`new_round`), not before
+        each update, and not kept to take back: a failed one-step update leaves learner 0
+        either before its step (the all-reduce failed) or after it (its mean applied),
+        never between, and the fresh workers take that state."""
+        shards = shard_rows(batch, self.num_learners)
+        calls = [("update", (shards[rank],), dict(kwargs)) for rank in range(self.num_learners)]
+        results = self._run(calls, check_state=not self._round_synced, take_back=False)
+        self._round_synced = True
+        return results
+
+    def new_round(self) -> None:
+        """A training iteration begins: its first off-policy update brings the workers to
+        learner 0's state if it changed since (a restore, `set_weights`, a callback)."""
+        self._round_synced = False
+
+    def _module_calls(self, episodes: list, seed: int, kwargs: dict) -> list[tuple]:
+        """Each rank's call of a multi-agent learner's `update_modules`: every trained module
+        with steps in `episodes` gets its chunks sharded over the learners (a module with
+        fewer steps than learners gives every learner all of them: the mean of equal
+        gradients is the gradient), so that every learner steps every module as often."""
+        by_module = episodes_by_module(episodes)
+        shards: dict[Any, list[list]] = {}
+        totals: dict[Any, int] = {}
+        for module_id in self.learner.trained:
+            chunks = by_module.get(module_id)
+            if not chunks:
+                continue
+            steps = sum(len(chunk) for chunk in chunks)
+            config = self.learner.learners[module_id].config
+            if steps >= self.num_learners:
+                shards[module_id] = shard_episodes(chunks, self.num_learners)
+                totals[module_id] = self._minibatch_steps(config, steps, self.num_learners)
+            else:
+                shards[module_id] = [chunks] * self.num_learners
+                totals[module_id] = self._minibatch_steps(config, steps, 1)
+        return [
+            (
+                "update_modules",
+                ({module_id: shards[module_id][rank] for module_id in shards},),
+                {
+                    **kwargs,
+                    "num_total_minibatches": totals,
+                    "minibatch_rng": {
+                        module_id: _rank_rng(seed, rank, index)
+                        for index, module_id in enumerate(shards)
+                    },
+                },
+            )
+            for rank in range(self.num_learners)
+        ]
+
+    @staticmethod
+    def _minibatch_steps(config: Any, steps: int, num_shards: int) -> int:
+        """RLlib's `num_total_minibatches` for `steps` over `num_shards` learners (one pass
+        of whole-shard steps without a `minibatch_size`)."""
+        minibatch_size = config.minibatch_size or max(steps // num_shards, 1)
+        return max(1, num_total_minibatches(steps, num_shards, minibatch_size, config.num_epochs))
+
+    def _seed_source(self) -> np.random.Generator:
+        """Learner 0's generator that each update's minibatch draws are seeded from (a
+        checkpointed one: the first module's, multi-agent)."""
+        return cast(Any, module_learners(self.learner)[0]).rng
+
+    def _run(
+        self,
+        calls: list[tuple[str, tuple, dict]],
+        *,
+        check_state: bool = True,
+        take_back: bool = True,
+    ) -> Any:
+        """Learner r's `calls[r]`: learner 0's here, the others' in their workers.
+        `check_state`: the workers take learner 0's state first where it changed;
+        `take_back`: a failure restores learner 0's state from before the call. On any
+        failure the workers are replaced (`_recover`)."""
         if self._stopped:
             raise LearnerWorkerError("the data-parallel learners were stopped", rank=0)
-        config = self.config
-        shards = shard_episodes(episodes, self.num_learners)
-        steps = sum(len(episode) for episode in episodes)
-        minibatch_size = config.minibatch_size or max(steps // self.num_learners, 1)
-        kwargs["num_total_minibatches"] = max(
-            1, num_total_minibatches(steps, self.num_learners, minibatch_size, config.num_epochs)
-        )
-        before = self._state_blob()  # learner 0 as it is: to send, and to take back on failure
-        digest = _digest(before)
-        seed = int(self.learner.rng.integers(2**63))
+        before = self._state_blob() if check_state or take_back else None
         try:
-            for worker in self.workers:
-                if worker.digest != digest:
+            if before is not None and check_state:
+                digest = _digest(before)
+                stale = [worker for worker in self.workers if worker.digest != digest]
+                for worker in stale:
                     self._send(worker, _SetState(before), "take learner 0's state")
-            for worker in self.workers:
-                if worker.digest != digest:
+                for worker in stale:
                     self._receive(worker, RESULT_TIMEOUT_S, "take learner 0's state")
                     worker.digest = digest
-                update = _Update(
-                    shards[worker.rank], {**kwargs, "minibatch_rng": _rank_rng(seed, worker.rank)}
-                )
-                self._send(worker, update, "update")
+            for worker in self.workers:
+                self._send(worker, _Update(*calls[worker.rank]), "update")
+            method, args, kwargs = calls[0]
             try:
                 with self._watching_workers():
-                    own = self.learner.update(shards[0], **kwargs, minibatch_rng=_rank_rng(seed, 0))
+                    own = getattr(self.learner, method)(*args, **kwargs)
             except AllReduceError:
                 own = None  # a worker failed: its own error says why (below)
             results = [own]
@@ -443,12 +609,21 @@ class DataParallelLearners:
                     rank=0,
                 )
         except BaseException:
-            self._recover(before)
+            self._recover(before if take_back else None)
             raise
-        after = _digest(self._state_blob())
-        for worker in self.workers:
-            worker.digest = after
+        if check_state:
+            after = _digest(self._state_blob())
+            for worker in self.workers:
+                worker.digest = after
         return reduce_results(results)
+
+    def restart(self, config: Any, spaces: Any) -> None:
+        """New workers for a changed algorithm (a module added or removed): built from
+        `config`, holding learner 0's state."""
+        self.config, self.spaces = config, spaces
+        self._end_workers()
+        self._round_synced = False
+        self._start_workers(self._state_blob())
 
     @contextlib.contextmanager
     def _watching_workers(self) -> Iterator[None]:
@@ -472,15 +647,17 @@ class DataParallelLearners:
             done.set()
             watcher.join()
 
-    def _recover(self, before: bytes) -> None:
-        """After a failed update: learner 0 takes back its state from before it, and every
-        worker is replaced by a fresh one holding that state."""
+    def _recover(self, before: bytes | None) -> None:
+        """After a failed update: learner 0 takes back its state from `before` (None: keeps
+        the state it has), and every worker is replaced by a fresh one holding it."""
         if self._allreduce is not None:  # workers still in a step stop waiting for learner 0
             self._allreduce.abort()
-        self.learner.set_state(pickle.loads(before))
+        if before is not None:
+            self.learner.set_state(pickle.loads(before))
         self._end_workers()
+        self._round_synced = False
         if not self._stopped:
-            self._start_workers(before)
+            self._start_workers(before if before is not None else self._state_blob())
 
     def replica_states(self) -> list[dict]:
         """Every learner's state, learner 0's first (the replicas must be equal)."""
@@ -496,9 +673,10 @@ def _digest(blob: bytes) -> bytes:
     return hashlib.blake2b(blob, digest_size=16).digest()
 
 
-def _rank_rng(seed: int, rank: int) -> np.random.Generator:
-    """Learner `rank`'s minibatch generator for one update (from learner 0's draw)."""
-    return np.random.default_rng([seed, rank])
+def _rank_rng(seed: int, rank: int, module_index: int = 0) -> np.random.Generator:
+    """Learner `rank`'s minibatch generator for one update (of its module `module_index`),
+    from learner 0's draw."""
+    return np.random.default_rng([seed, rank, module_index])
 
 
 __all__ = [

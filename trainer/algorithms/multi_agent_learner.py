@@ -161,6 +161,26 @@ class MultiAgentLearner(Learner):
             if by_module.get(module_id)
         }
 
+    def update_modules(
+        self,
+        chunks_by_module: dict[Any, list[SingleAgentEpisode]],
+        /,
+        *,
+        num_env_steps_sampled_lifetime: int,
+        **per_module: dict[Any, Any],
+    ) -> dict[Any, UpdateResults]:
+        """Each module's update on its own chunks, in the order given (data-parallel
+        learners: `trainer.algorithms.data_parallel`); each keyword of `per_module` is
+        `{module_id: value}`, its value going to that module's learner's update."""
+        return {
+            module_id: self.learners[module_id].update(
+                chunks,
+                num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
+                **{name: values[module_id] for name, values in per_module.items()},
+            )
+            for module_id, chunks in chunks_by_module.items()
+        }
+
     def get_state(self) -> dict:
         return {str(module_id): learner.get_state() for module_id, learner in self.learners.items()}
 

@@ -16,7 +16,7 @@ num_env_steps_sampled_lifetime=...)` takes `as_train_batch`'s batch.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -65,6 +65,8 @@ def calculate_rr_weights(config: Any) -> list[int]:
 
 class OffPolicyAlgorithm(Algorithm):
     """See the module docstring."""
+
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
 
     #: The subclass's config (DQNConfig, SACConfig): the step reads their settings of the same
     #: names (replay_buffer_config, n_step, training_intensity, ...).
@@ -137,13 +139,15 @@ class OffPolicyAlgorithm(Algorithm):
                 with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
                     batch = sample_train_batch(
                         buffer,
-                        config.train_batch_size,
+                        config.total_train_batch_size,
                         n_step=config.n_step,
                         gamma=config.gamma,
                         beta=beta,
                     )
                 with metrics.log_time((TIMERS, "learner_update_timer")):
-                    results = self.learner.update(batch, num_env_steps_sampled_lifetime=sampled)
+                    results = self.update_learners_on_batch(
+                        batch, num_env_steps_sampled_lifetime=sampled
+                    )
                 # The TD errors are per replayed row: they set priorities and are not logged.
                 td_errors = results.pop(TD_ERROR_KEY)
                 if isinstance(buffer, PrioritizedEpisodeReplayBuffer):
@@ -151,7 +155,7 @@ class OffPolicyAlgorithm(Algorithm):
                 update_results.append(results)
                 metrics.log_value(
                     (LEARNER_RESULTS, "__all_modules__", "num_env_steps_trained_lifetime"),
-                    config.train_batch_size,
+                    len(td_errors),
                     reduce="lifetime_sum",
                 )
         self._log_update_means({"default_policy": update_results})

@@ -54,15 +54,18 @@ class LearnersSection(ConfigBase):
             return None
         algo_class = getattr(self, "algo_class", None)
         name = getattr(algo_class, "__name__", type(self).__name__)
-        if not getattr(algo_class, "DATA_PARALLEL_LEARNERS", False):
+        kinds = getattr(algo_class, "DATA_PARALLEL_LEARNERS", ())
+        if not kinds:
             return (
                 f"data-parallel learners are not built for {name} yet: it trains on one "
                 "learner, in the main process"
             )
-        if self.is_multi_agent:
+        if self.is_multi_agent and "multi-agent" not in kinds:
             return f"data-parallel learners train single-agent {name}; a multi-agent run trains on one learner"
         model = getattr(self, "model_config", None) or {}
         if isinstance(model, dict) and (model.get("use_lstm") or model.get("use_attention")):
+            # (a recurrent module's minibatches are whole sequences, not yet counted per
+            # learner)
             return f"a recurrent module's {name} trains on one learner here"
         if self.learner_only_module_specs():
             return f"{name} with learner-only modules trains on one learner here"

@@ -51,6 +51,9 @@ class TorchDQNLearner(Protocol):
     imports this module, so it is not named here); the `numpy_twin` functions read the rest
     (its optimizer, its module's parameters)."""
 
+    #: Data-parallel learners' all-reduce (`Learner.gradient_allreduce`).
+    gradient_allreduce: Any
+
     @property
     def config(self) -> DQNConfig: ...
 
@@ -118,6 +121,8 @@ class NumpyDQNUpdate:
     ) -> UpdateResults:
         """`DQNTorchLearner.update`'s results, computed in numpy (call when `usable()`)."""
         learner = self.learner
+        # Data-parallel learners' steps take the mean of their gradients, as the torch ones.
+        self.numpy_learner.gradient_allreduce = learner.gradient_allreduce
         learner.apply_lr_schedule(num_env_steps_sampled_lifetime)
         self.twin.pull()
         self.twin.sync_settings()

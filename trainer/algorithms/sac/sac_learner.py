@@ -203,6 +203,12 @@ class SACLearner(Learner):
             TD_ERROR_KEY: loss.td_error,
         }
 
+    def gradient_size(self) -> int:
+        """The numbers one all-reduce of an update carries: the module's flat gradient,
+        log_alpha's and every optimizer's loss."""
+        # (the losses: one per optimizer and per critic; 16 is room for them)
+        return int(self.module.flat_params.size) + int(self._alpha_grad.size) + 16
+
     def _apply_gradients(self, losses: dict[str, float]) -> dict[str, float]:
         """Clips each optimizer's gradient (`grad_clip`, `grad_clip_by`), checks every loss
         and gradient is finite before any weight changes, then steps every optimizer. Returns
@@ -210,6 +216,17 @@ class SACLearner(Learner):
         `gradients_{optimizer}_global_norm`."""
         config = self.config
         gradient = self.module.gradient_buffer()[0]
+        if self.gradient_allreduce is not None:  # the mean over the data-parallel learners
+            names = sorted(losses)
+            mean = self.gradient_allreduce.mean(
+                np.concatenate(
+                    [gradient, self._alpha_grad, [losses[name] for name in names]],
+                    dtype=np.float64,
+                )
+            )
+            gradient[:] = mean[: gradient.size]
+            self._alpha_grad[:] = mean[gradient.size : gradient.size + self._alpha_grad.size]
+            losses = dict(zip(names, mean[-len(names) :].tolist(), strict=True))
         parts = {name: gradient[part] for name, part in self.slices.items()}
         if ALPHA in self.optimizers:
             parts[ALPHA] = self._alpha_grad
