@@ -221,10 +221,10 @@ def test_several_learners_train_without_a_warning_and_stop_their_processes(frame
 
 
 def test_where_several_learners_do_not_run_the_setting_warns_why():
-    from trainer import APPOConfig, SACConfig
+    from trainer import BCConfig, SACConfig
 
-    config = APPOConfig().environment("CartPole-v1").learners(num_learners=2)
-    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for APPO"):
+    config = BCConfig().environment("CartPole-v1").learners(num_learners=2)
+    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for BC"):
         config.ignored_settings_warnings()
     config = (
         SACConfig()
@@ -242,6 +242,9 @@ def test_where_several_learners_do_not_run_the_setting_warns_why():
 def test_per_learner_batch_size_scales_the_sampled_batch():
     config = PPOConfig().learners(num_learners=2).training(train_batch_size_per_learner=500)
     assert config.total_train_batch_size == 1000
+    assert config.train_batch_size_per_learner == 500
+    given_in_all = PPOConfig().learners(num_learners=2).training(train_batch_size=500)
+    assert given_in_all.train_batch_size_per_learner == 250  # RLlib's: the total over N
     assert (
         PPOConfig().learners(num_learners=2).training(train_batch_size=500).total_train_batch_size
         == 500
@@ -498,5 +501,42 @@ def test_multi_agent_learners_train_every_module_on_its_shards_and_stay_replicas
         )
         algo.train()
         _module_replicas_equal(algo, ("p0", "p1", "p2"))
+    finally:
+        algo.stop()
+
+
+# -- APPO and IMPALA: each learner on its run of the train batch's steps ---------------------
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_appo_learners_train_on_their_steps_and_stay_replicas(framework):
+    from trainer import APPOConfig
+
+    if framework == "torch":
+        pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = (
+            APPOConfig()
+            .environment("CartPole-v1")
+            .framework(framework)
+            .env_runners(num_env_runners=1)
+            .learners(num_learners=2)
+            .training(train_batch_size_per_learner=100)
+            .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=400)
+            .debugging(seed=3)
+            .build()
+        )
+    try:
+        trained = 0
+        for _ in range(3):
+            result = algo.train()
+            trained = max(
+                trained, result["learners"]["default_policy"].get("num_env_steps_trained", 0)
+            )
+        assert trained == 200  # two learners' 100-step shards of each 200-step train batch
+        with algo._learner_held():  # (the learner thread is between updates)
+            states = algo.learner_replicas.replica_states()
+        keys = ("module", "kl_coeff", "target") if framework == "numpy" else ("module",)
+        first = pickle.dumps({k: states[0][k] for k in keys if k in states[0]})
+        assert pickle.dumps({k: states[1][k] for k in keys if k in states[1]}) == first
     finally:
         algo.stop()

@@ -498,7 +498,7 @@ class DataParallelLearners:
                 )
                 for rank in range(self.num_learners)
             ]
-        return self._run(calls)
+        return self.run_calls(calls)
 
     def update_batch(self, batch: Any, **kwargs: Any) -> Any:
         """One data-parallel update of an off-policy learner on a replayed `batch` of
@@ -512,7 +512,7 @@ class DataParallelLearners:
         never between, and the fresh workers take that state."""
         shards = shard_rows(batch, self.num_learners)
         calls = [("update", (shards[rank],), dict(kwargs)) for rank in range(self.num_learners)]
-        results = self._run(calls, check_state=not self._round_synced, take_back=False)
+        results = self.run_calls(calls, check_state=not self._round_synced, take_back=False)
         self._round_synced = True
         return results
 
@@ -569,14 +569,15 @@ class DataParallelLearners:
         checkpointed one: the first module's, multi-agent)."""
         return cast(Any, module_learners(self.learner)[0]).rng
 
-    def _run(
+    def run_calls(
         self,
         calls: list[tuple[str, tuple, dict]],
         *,
         check_state: bool = True,
         take_back: bool = True,
     ) -> Any:
-        """Learner r's `calls[r]`: learner 0's here, the others' in their workers.
+        """Learner r's `calls[r]` (a method's name, its arguments and keywords): learner 0's
+        here, the others' in their workers; their results reduced (`reduce_results`).
         `check_state`: the workers take learner 0's state first where it changed;
         `take_back`: a failure restores learner 0's state from before the call. On any
         failure the workers are replaced (`_recover`)."""

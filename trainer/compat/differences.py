@@ -549,7 +549,8 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "N data-parallel learners, of which learner 0 is the algorithm's own learner in the "
         "main process and learners 1..N-1 are worker processes of this machine; each step's "
         "gradients are averaged through shared memory (trainer/algorithms/data_parallel.py; "
-        "PPO, SAC, TQC and DQN; other algorithms warn and train on one learner). Multi-agent "
+        "PPO, SAC, TQC, DQN, APPO and IMPALA; other algorithms warn and train on one "
+        "learner). Multi-agent "
         "PPO shards each module's episode chunks on their own, not whole multi-agent episodes",
         "RLlib puts all N in Ray actors and averages with torch DistributedDataParallel; here "
         "learner 0 is the one the weights, states and checkpoints are read from, so nothing "

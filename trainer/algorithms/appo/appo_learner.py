@@ -60,6 +60,10 @@ class APPOTargetState:
         self.last_target_update_ts = 0
         self.num_env_steps_trained = 0
 
+    if TYPE_CHECKING:  # the learner this state is mixed into gives it
+
+        def mean_over_learners(self, value: float) -> float: ...
+
     @abstractmethod
     def target_weights(self) -> dict[str, np.ndarray]:
         """The target network's weights by name."""
@@ -76,9 +80,13 @@ class APPOTargetState:
         """The KL coefficient's adaptation and the target network's update after a step whose
         statistics are `stats` (which get `curr_kl_coeff` and the target's counters)."""
         cfg = self.config
-        self.num_env_steps_trained += int(stats["num_env_steps_trained"])
+        # (Data-parallel learners count and adapt on the learners' means, so that every
+        # replica moves its target network and KL coefficient alike.)
+        self.num_env_steps_trained += round(
+            self.mean_over_learners(float(stats["num_env_steps_trained"]))
+        )
         if cfg.use_kl_loss:
-            kl = float(stats["mean_kl_loss"])
+            kl = self.mean_over_learners(float(stats["mean_kl_loss"]))
             if kl > 2.0 * cfg.kl_target:
                 self.kl_coeff *= 1.5
             elif kl < 0.5 * cfg.kl_target:

@@ -369,8 +369,13 @@ class TrainingSection(ConfigBase):
 
     @property
     def train_batch_size_per_learner(self) -> int:
-        """`train_batch_size` (there is one learner)."""
-        return self.train_batch_size
+        """Each learner's share of a training step's env steps: as given to
+        `training(train_batch_size_per_learner=...)`, else `train_batch_size` over the
+        data-parallel learners (RLlib's; `train_batch_size` itself with one learner)."""
+        learners = self.num_learners if self.data_parallel_refusal() is None else 1
+        if self.__dict__.get("_batch_size_per_learner") or learners < 2:
+            return self.train_batch_size
+        return self.train_batch_size // learners
 
     @train_batch_size_per_learner.setter
     def train_batch_size_per_learner(self, value: int) -> None:

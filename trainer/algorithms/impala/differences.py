@@ -15,7 +15,8 @@ _IMPALA_ONLY: tuple[Difference, ...] = (
     ),
     Difference(
         "IMPALAConfig.num_learners",
-        "0 (one learner, in a thread of the main process)",
+        "0 (one learner, in a thread of the main process; 2 or more: data-parallel "
+        "learners, learner 0 in that thread and the others in worker processes)",
         "RLlib's default 1 puts its learner in a Ray actor; here the learner thread "
         "learns while the EnvRunner processes sample",
         API,

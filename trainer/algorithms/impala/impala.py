@@ -8,7 +8,7 @@ One training step (the driver; `min_time_s_per_iteration` of them make an iterat
    `max_requests_in_flight_per_env_runner` sample requests in flight, so it samples on while
    the learner learns); a request carries the newest broadcast weights to an EnvRunner that
    has older ones (`weights_seq_no`);
-2. queue: the episodes, `train_batch_size_per_learner` env steps at a time, go to the learner
+2. queue: the episodes, `total_train_batch_size` env steps at a time, go to the learner
    thread's queue (learner_thread.py: IMPALA's waits for room, holding the EnvRunners' next
    requests back; APPO's circular buffer drops its oldest batch);
 3. results: the learner thread's finished updates are logged under RLlib's keys;
@@ -31,8 +31,10 @@ from trainer.algorithms.impala.config import IMPALAConfig
 from trainer.algorithms.impala.impala_learner import (
     IMPALALearner,
     TrajectoryBatch,
+    minibatch_plan,
     minibatch_size_of,
     num_minibatches,
+    take_steps,
 )
 from trainer.algorithms.impala.learner_thread import (
     BatchQueue,
@@ -98,6 +100,7 @@ class IMPALA(Algorithm):
     #: `training(learner_connector=...)` runs here: its pieces rewrite each train batch's
     #: episodes in the learner thread, before the learner makes its batch.
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
     #: The learner, or a learner per trained module (multi-agent).
     learner: Any
 
@@ -173,8 +176,14 @@ class IMPALA(Algorithm):
                 # (In the learner thread: the driver's MetricsLogger is not handed over.)
                 run_learner_pieces(self.learner_connector, self.learner.module, batch.episodes)
             batch.arrays = self._module_batches(batch.episodes)
+        if self.learner_replicas is not None:
+            results: dict = {
+                DEFAULT_MODULE_ID: self._data_parallel_update(batch.arrays[DEFAULT_MODULE_ID])
+            }
+            results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
+            return results
         plan = self._minibatch_plan(batch)
-        results: dict = {
+        results = {
             module_id: self._learner_of(module_id).update(
                 arrays, num_env_steps_sampled_lifetime=self._sampled_for_learner, **plan
             )
@@ -182,6 +191,22 @@ class IMPALA(Algorithm):
         }
         results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
         return results
+
+    def _data_parallel_update(self, arrays: TrajectoryBatch) -> dict:
+        """One update of the data-parallel learners (`learners(num_learners=N)`, N >= 2): learner
+        r on the r-th run of consecutive steps (a chunk cut there bootstraps from the
+        observation after its piece, `take_steps`), every learner taking the minibatches the
+        shortest shard's plan gives (so all step equally often); results reduced."""
+        replicas = self.learner_replicas
+        assert replicas is not None
+        count = replicas.num_learners
+        bounds = [arrays.num_steps * rank // count for rank in range(count + 1)]
+        shards = [take_steps(arrays, [(bounds[r], bounds[r + 1])]) for r in range(count)]
+        kwargs: dict[str, Any] = {"num_env_steps_sampled_lifetime": self._sampled_for_learner}
+        plan = minibatch_plan(self.config, min(shard.num_steps for shard in shards))
+        if plan is not None:
+            kwargs.update(minibatch_size=plan.minibatch_size, num_minibatches=plan.count)
+        return replicas.run_calls([("update", (shard,), kwargs) for shard in shards])
 
     def _minibatch_plan(self, batch: TrainBatch) -> dict[str, int]:
         """The minibatches every module's update on `batch` takes, multi-agent: each module
@@ -261,7 +286,7 @@ class IMPALA(Algorithm):
         self._sampled_for_learner = self.num_env_steps_sampled_lifetime
         # Train batches for the learner thread.
         dropped_before = thread.queue.dropped_env_steps
-        while self._pending_steps >= self.config.train_batch_size_per_learner:
+        while self._pending_steps >= self.config.total_train_batch_size:
             batch = TrainBatch(self._pending, self._pending_steps)
             self._pending, self._pending_steps = [], 0
             while not thread.queue.put(batch, timeout=_REPLY_WAIT_S):
