@@ -221,18 +221,10 @@ def test_several_learners_train_without_a_warning_and_stop_their_processes(frame
 
 
 def test_where_several_learners_do_not_run_the_setting_warns_why():
-    from trainer import BCConfig, SACConfig
+    from trainer import BCConfig
 
     config = BCConfig().environment("CartPole-v1").learners(num_learners=2)
     with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for BC"):
-        config.ignored_settings_warnings()
-    config = (
-        SACConfig()
-        .environment("Pendulum-v1")
-        .multi_agent(policies={"a", "b"}, policy_mapping_fn=lambda agent_id, *args, **kw: "a")
-        .learners(num_learners=2)
-    )
-    with pytest.warns(IgnoredSettingWarning, match="single-agent SAC"):
         config.ignored_settings_warnings()
     config = _config("torch", 2).rl_module(model_config={"use_lstm": True})
     with pytest.warns(IgnoredSettingWarning, match="recurrent"):
@@ -538,5 +530,69 @@ def test_appo_learners_train_on_their_steps_and_stay_replicas(framework):
         keys = ("module", "kl_coeff", "target") if framework == "numpy" else ("module",)
         first = pickle.dumps({k: states[0][k] for k in keys if k in states[0]})
         assert pickle.dumps({k: states[1][k] for k in keys if k in states[1]}) == first
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("name", ["SAC", "DQN"])
+def test_multi_agent_off_policy_learners_stay_replicas(name):
+    from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole, MultiAgentPendulum
+
+    env = MultiAgentPendulum if name == "SAC" else MultiAgentCartPole
+    config = (
+        _off_policy_config(name, "numpy", 2)
+        .environment(env, env_config={"num_agents": 2})
+        .multi_agent(
+            policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, *args, **kw: f"p{agent_id}"
+        )
+        .training(replay_buffer_config={"type": "MultiAgentPrioritizedEpisodeReplayBuffer"})
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = config.build()
+    try:
+        for _ in range(2):
+            result = algo.train()
+        for module_id in ("p0", "p1"):
+            assert result["learners"][module_id]["num_module_steps_trained_lifetime"] > 0
+        states = algo.learner_replicas.replica_states()
+        for module_id in ("p0", "p1"):
+            assert pickle.dumps(states[0][module_id]["module"]) == pickle.dumps(
+                states[1][module_id]["module"]
+            )
+    finally:
+        algo.stop()
+
+
+def test_multi_agent_appo_learners_stay_replicas():
+    from trainer import APPOConfig
+    from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = (
+            APPOConfig()
+            .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+            .env_runners(num_env_runners=1)
+            .multi_agent(
+                policies={"p0", "p1"},
+                policy_mapping_fn=lambda agent_id, *args, **kw: f"p{agent_id}",
+            )
+            .learners(num_learners=2)
+            .training(train_batch_size_per_learner=100)
+            .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=400)
+            .debugging(seed=3)
+            .build()
+        )
+    try:
+        for _ in range(3):
+            result = algo.train()
+        assert any(result["learners"].get(m) for m in ("p0", "p1"))
+        with algo._learner_held():
+            states = algo.learner_replicas.replica_states()
+        for module_id in ("p0", "p1"):
+            assert pickle.dumps(states[0][module_id]["module"]) == pickle.dumps(
+                states[1][module_id]["module"]
+            )
     finally:
         algo.stop()

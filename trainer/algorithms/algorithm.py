@@ -43,7 +43,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 
@@ -342,12 +342,15 @@ class Algorithm(OldAlgorithmNames):
             return self.learner_replicas.update(episodes, **kwargs)
         return self.learner.update(episodes, **kwargs)
 
-    def update_learners_on_batch(self, batch: Any, **kwargs: Any) -> Any:
-        """The learner's `update(batch, **kwargs)` on a replayed batch of columns, or with
-        data-parallel learners one update over all of them, each on its rows (results
-        reduced; per-row TD errors joined in the batch's order)."""
+    def update_learners_on_batch(self, batch: Any, *, module_id: Any = None, **kwargs: Any) -> Any:
+        """The learner's `update(batch, **kwargs)` on a replayed batch of columns (of module
+        `module_id`'s learner, multi-agent), or with data-parallel learners one update over
+        all of them, each on its rows (results reduced; per-row TD errors joined in the
+        batch's order)."""
         if self.learner_replicas is not None:
-            return self.learner_replicas.update_batch(batch, **kwargs)
+            return self.learner_replicas.update_batch(batch, module_id=module_id, **kwargs)
+        if module_id is not None:
+            return cast(MultiAgentLearner, self.learner).update_module(module_id, batch, **kwargs)
         return self.learner.update(batch, **kwargs)
 
     # -- the learner, assembled from the classes the config declares ------------------------

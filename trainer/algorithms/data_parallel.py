@@ -500,7 +500,7 @@ class DataParallelLearners:
             ]
         return self.run_calls(calls)
 
-    def update_batch(self, batch: Any, **kwargs: Any) -> Any:
+    def update_batch(self, batch: Any, *, module_id: Any = None, **kwargs: Any) -> Any:
         """One data-parallel update of an off-policy learner on a replayed `batch` of
         columns, each learner on its consecutive rows (`shard_rows`); the per-row TD errors
         come back joined in the batch's order.
@@ -509,9 +509,15 @@ class DataParallelLearners:
         0's state is compared with the workers' once per iteration (`new_round`), not before
         each update, and not kept to take back: a failed one-step update leaves learner 0
         either before its step (the all-reduce failed) or after it (its mean applied),
-        never between, and the fresh workers take that state."""
+        never between, and the fresh workers take that state.
+
+        `module_id`: the update of that module's learner of a multi-agent learner."""
         shards = shard_rows(batch, self.num_learners)
-        calls = [("update", (shards[rank],), dict(kwargs)) for rank in range(self.num_learners)]
+        calls: list[tuple[str, tuple, dict]]
+        if module_id is None:
+            calls = [("update", (shard,), dict(kwargs)) for shard in shards]
+        else:
+            calls = [("update_module", (module_id, shard), dict(kwargs)) for shard in shards]
         results = self.run_calls(calls, check_state=not self._round_synced, take_back=False)
         self._round_synced = True
         return results

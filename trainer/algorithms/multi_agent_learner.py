@@ -181,6 +181,11 @@ class MultiAgentLearner(Learner):
             for module_id, chunks in chunks_by_module.items()
         }
 
+    def update_module(self, module_id: Any, /, *args: Any, **kwargs: Any) -> UpdateResults:
+        """One module's learner's `update(*args, **kwargs)` (data-parallel learners reach a
+        module's learner through this)."""
+        return self.learners[module_id].update(*args, **kwargs)
+
     def get_state(self) -> dict:
         return {str(module_id): learner.get_state() for module_id, learner in self.learners.items()}
 

@@ -66,7 +66,7 @@ def calculate_rr_weights(config: Any) -> list[int]:
 class OffPolicyAlgorithm(Algorithm):
     """See the module docstring."""
 
-    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent")
 
     #: The subclass's config (DQNConfig, SACConfig): the step reads their settings of the same
     #: names (replay_buffer_config, n_step, training_intensity, ...).
@@ -175,7 +175,7 @@ class OffPolicyAlgorithm(Algorithm):
             with metrics.log_time((TIMERS, "replay_buffer_sample_timer")):
                 batches = sample_train_batches(
                     buffer,
-                    config.train_batch_size,
+                    config.total_train_batch_size,
                     n_step=config.n_step,
                     gamma=config.gamma,
                     beta=beta,
@@ -187,8 +187,8 @@ class OffPolicyAlgorithm(Algorithm):
                 for module_id, batch in batches.items():
                     module_learner: Any = learner.learners[module_id]
                     with module_learner.update_threads():
-                        results = module_learner.update(
-                            batch, num_env_steps_sampled_lifetime=sampled
+                        results = self.update_learners_on_batch(
+                            batch, module_id=module_id, num_env_steps_sampled_lifetime=sampled
                         )
                     td_errors = np.asarray(results.pop(TD_ERROR_KEY))
                     if isinstance(buffer, MultiAgentPrioritizedEpisodeReplayBuffer):

@@ -100,7 +100,7 @@ class IMPALA(Algorithm):
     #: `training(learner_connector=...)` runs here: its pieces rewrite each train batch's
     #: episodes in the learner thread, before the learner makes its batch.
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
-    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent")
     #: The learner, or a learner per trained module (multi-agent).
     learner: Any
 
@@ -177,9 +177,7 @@ class IMPALA(Algorithm):
                 run_learner_pieces(self.learner_connector, self.learner.module, batch.episodes)
             batch.arrays = self._module_batches(batch.episodes)
         if self.learner_replicas is not None:
-            results: dict = {
-                DEFAULT_MODULE_ID: self._data_parallel_update(batch.arrays[DEFAULT_MODULE_ID])
-            }
+            results: dict = self._data_parallel_update(batch)
             results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
             return results
         plan = self._minibatch_plan(batch)
@@ -192,21 +190,50 @@ class IMPALA(Algorithm):
         results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
         return results
 
-    def _data_parallel_update(self, arrays: TrajectoryBatch) -> dict:
-        """One update of the data-parallel learners (`learners(num_learners=N)`, N >= 2): learner
-        r on the r-th run of consecutive steps (a chunk cut there bootstraps from the
-        observation after its piece, `take_steps`), every learner taking the minibatches the
-        shortest shard's plan gives (so all step equally often); results reduced."""
+    def _data_parallel_update(self, batch: TrainBatch) -> dict:
+        """One update of the data-parallel learners (`learners(num_learners=N)`, N >= 2):
+        `{module_id: results}`, each module's reduced over the learners. Learner r trains on
+        the r-th run of each module's consecutive steps (a chunk cut there bootstraps from the
+        observation after its piece, `take_steps`; a module with fewer steps than learners
+        gives each all of them), every learner taking the minibatches the shortest shard's
+        plan gives, so that all step equally often."""
         replicas = self.learner_replicas
-        assert replicas is not None
+        assert replicas is not None and batch.arrays is not None
         count = replicas.num_learners
-        bounds = [arrays.num_steps * rank // count for rank in range(count + 1)]
-        shards = [take_steps(arrays, [(bounds[r], bounds[r + 1])]) for r in range(count)]
+        shards: dict[Any, list[TrajectoryBatch]] = {}
+        for module_id, arrays in batch.arrays.items():
+            if arrays.num_steps < count:
+                shards[module_id] = [arrays] * count
+                continue
+            bounds = [arrays.num_steps * rank // count for rank in range(count + 1)]
+            shards[module_id] = [
+                take_steps(arrays, [(bounds[r], bounds[r + 1])]) for r in range(count)
+            ]
         kwargs: dict[str, Any] = {"num_env_steps_sampled_lifetime": self._sampled_for_learner}
-        plan = minibatch_plan(self.config, min(shard.num_steps for shard in shards))
+        shortest = {module_id: min(s.num_steps for s in each) for module_id, each in shards.items()}
+        if isinstance(self.learner, MultiAgentLearner):
+            size = minibatch_size_of(self.config, max(batch.env_steps // count, 1))
+            if size is not None:
+                kwargs.update(
+                    minibatch_size=size,
+                    num_minibatches=num_minibatches(
+                        list(shortest.values()), self.config.num_epochs, size
+                    ),
+                )
+            return {
+                module_id: replicas.run_calls(
+                    [("update_module", (module_id, shard), kwargs) for shard in module_shards]
+                )
+                for module_id, module_shards in shards.items()
+            }
+        plan = minibatch_plan(self.config, shortest[DEFAULT_MODULE_ID])
         if plan is not None:
             kwargs.update(minibatch_size=plan.minibatch_size, num_minibatches=plan.count)
-        return replicas.run_calls([("update", (shard,), kwargs) for shard in shards])
+        return {
+            DEFAULT_MODULE_ID: replicas.run_calls(
+                [("update", (shard,), kwargs) for shard in shards[DEFAULT_MODULE_ID]]
+            )
+        }
 
     def _minibatch_plan(self, batch: TrainBatch) -> dict[str, int]:
         """The minibatches every module's update on `batch` takes, multi-agent: each module
