@@ -596,3 +596,23 @@ def test_multi_agent_appo_learners_stay_replicas():
             )
     finally:
         algo.stop()
+
+
+def test_the_learner_group_reaches_every_learner():
+    algo = _config("numpy", 3).build()
+    try:
+        group = algo.learner_group
+        assert len(group) == 3 and not group.is_local
+        pids = group.foreach_learner(lambda learner: os.getpid())
+        assert len(set(pids)) == 3 and pids[0] == os.getpid()
+        # A change every learner makes (learner 0's counts) reaches the next update alike.
+        group.foreach_learner(lambda learner: setattr(learner, "kl_coeff", 0.5))
+        algo.train()
+        _replicas_equal(algo)
+    finally:
+        algo.stop()
+    single = _config("numpy", 0).build()
+    try:
+        assert len(single.learner_group) == 0 and single.learner_group.is_local
+    finally:
+        single.stop()

@@ -111,6 +111,14 @@ class _GetState:
 
 
 @dataclass(frozen=True)
+class _Apply:
+    """`func(learner, **kwargs)` (`foreach_learner`); its value comes back."""
+
+    func: bytes  # cloudpickled
+    kwargs: dict
+
+
+@dataclass(frozen=True)
 class _Stop:
     pass
 
@@ -261,6 +269,8 @@ def _worker_main(conn: Any, payload: bytes) -> None:
                 reply = _Done(getattr(learner, message.method)(*message.args, **message.kwargs))
             elif isinstance(message, _GetState):
                 reply = _Done(pickle.dumps(learner.get_state()))
+            elif isinstance(message, _Apply):
+                reply = _Done(cloudpickle.loads(message.func)(learner, **message.kwargs))
             else:
                 raise TypeError(f"learner worker: unknown message {type(message).__name__}")
         except BaseException as error:  # noqa: BLE001 - reported to learner 0
@@ -354,6 +364,9 @@ class DataParallelLearners:
         self._stopped = False
         #: Whether the workers took learner 0's state in this iteration (`new_round`).
         self._round_synced = False
+        #: One exchange with the workers at a time (IMPALA's learner thread updates while the
+        #: main thread may ask for states or `foreach_learner`).
+        self._exchange = threading.RLock()
         self._start_workers(self._state_blob())
 
     # -- starting and ending workers ----------------------------------------------------------
@@ -422,7 +435,8 @@ class DataParallelLearners:
         """Ends every worker; learner 0 goes on as a single learner. Safe to call twice."""
         if not self._stopped:
             self._stopped = True
-            self._end_workers()
+            with self._exchange:
+                self._end_workers()
 
     # -- talking to a worker ------------------------------------------------------------------
     def _send(self, worker: _Worker, message: Any, doing: str) -> None:
@@ -587,18 +601,28 @@ class DataParallelLearners:
         `check_state`: the workers take learner 0's state first where it changed;
         `take_back`: a failure restores learner 0's state from before the call. On any
         failure the workers are replaced (`_recover`)."""
+        with self._exchange:
+            return self._run_calls(calls, check_state=check_state, take_back=take_back)
+
+    def _sync_workers(self, blob: bytes) -> None:
+        """Workers whose state is not learner 0's (`blob`) take it."""
+        digest = _digest(blob)
+        stale = [worker for worker in self.workers if worker.digest != digest]
+        for worker in stale:
+            self._send(worker, _SetState(blob), "take learner 0's state")
+        for worker in stale:
+            self._receive(worker, RESULT_TIMEOUT_S, "take learner 0's state")
+            worker.digest = digest
+
+    def _run_calls(
+        self, calls: list[tuple[str, tuple, dict]], *, check_state: bool, take_back: bool
+    ) -> Any:
         if self._stopped:
             raise LearnerWorkerError("the data-parallel learners were stopped", rank=0)
         before = self._state_blob() if check_state or take_back else None
         try:
             if before is not None and check_state:
-                digest = _digest(before)
-                stale = [worker for worker in self.workers if worker.digest != digest]
-                for worker in stale:
-                    self._send(worker, _SetState(before), "take learner 0's state")
-                for worker in stale:
-                    self._receive(worker, RESULT_TIMEOUT_S, "take learner 0's state")
-                    worker.digest = digest
+                self._sync_workers(before)
             for worker in self.workers:
                 self._send(worker, _Update(*calls[worker.rank]), "update")
             method, args, kwargs = calls[0]
@@ -627,6 +651,10 @@ class DataParallelLearners:
     def restart(self, config: Any, spaces: Any) -> None:
         """New workers for a changed algorithm (a module added or removed): built from
         `config`, holding learner 0's state."""
+        with self._exchange:
+            self._restart(config, spaces)
+
+    def _restart(self, config: Any, spaces: Any) -> None:
         self.config, self.spaces = config, spaces
         self._end_workers()
         self._round_synced = False
@@ -668,12 +696,34 @@ class DataParallelLearners:
 
     def replica_states(self) -> list[dict]:
         """Every learner's state, learner 0's first (the replicas must be equal)."""
-        states = [pickle.loads(self._state_blob())]
-        for worker in self.workers:
-            self._send(worker, _GetState(), "get its state")
-        for worker in self.workers:
-            states.append(pickle.loads(self._receive(worker, RESULT_TIMEOUT_S, "get its state")))
-        return states
+        with self._exchange:
+            states = [pickle.loads(self._state_blob())]
+            for worker in self.workers:
+                self._send(worker, _GetState(), "get its state")
+            for worker in self.workers:
+                blob = self._receive(worker, RESULT_TIMEOUT_S, "get its state")
+                states.append(pickle.loads(blob))
+            return states
+
+    def foreach_learner(self, func: Any, **kwargs: Any) -> list:
+        """RLlib's `LearnerGroup.foreach_learner`: `func(learner, **kwargs)` on every learner,
+        learner 0's value first. The workers hold learner 0's state when `func` runs; what
+        `func` changes on learner 0 reaches them before the next update (learner 0's state
+        is the one that counts)."""
+        with self._exchange:
+            if self._stopped:
+                raise LearnerWorkerError("the data-parallel learners were stopped", rank=0)
+            self._sync_workers(self._state_blob())
+            blob = cloudpickle.dumps(func)
+            for worker in self.workers:
+                self._send(worker, _Apply(blob, kwargs), "run foreach_learner's function")
+            values = [func(self.learner, **kwargs)]
+            for worker in self.workers:
+                values.append(
+                    self._receive(worker, RESULT_TIMEOUT_S, "run foreach_learner's function")
+                )
+                worker.digest = b""  # (it may have changed: learner 0's state goes again)
+            return values
 
 
 def _digest(blob: bytes) -> bytes:

@@ -15,7 +15,9 @@ standalone one, or an Algorithm's: `algo.learner_group`).
          `get_multi_rl_module_spec` (or `rl_module_spec`), as RLlib's learner holds its modules
       -> the learner's `build()` hook (a torch learner's), then the learner
 
-There are no remote learners here: a LearnerGroup holds one learner, in this process.
+A LearnerGroup holds one learner, in this process; an Algorithm's with data-parallel learners
+(`num_learners` >= 2) reaches them all through `foreach_learner` (`len()` is their number), and
+its weights, state and checkpoints are learner 0's.
 """
 
 from __future__ import annotations
@@ -183,7 +185,17 @@ class LearnerGroup:
             learner = build_learner(config, rl_module_spec=module_spec)
         self._own_learner = learner
         self._algorithm = algorithm
-        self.is_local = True
+
+    @property
+    def _replicas(self) -> Any:
+        """An algorithm's data-parallel learners (`learner_replicas`), or None."""
+        return getattr(self._algorithm, "learner_replicas", None)
+
+    @property
+    def is_local(self) -> bool:
+        """RLlib's: whether the one learner is in this process (False with data-parallel
+        learners, `num_learners` >= 2)."""
+        return self._replicas is None
 
     @property
     def _learner(self) -> Any:
@@ -194,15 +206,17 @@ class LearnerGroup:
 
     @property
     def is_remote(self) -> bool:
-        return False
+        return not self.is_local
 
     @property
     def config(self) -> Any:
         return self._learner.config
 
     def __len__(self) -> int:
-        """The number of (remote) learners: 0, as RLlib's local LearnerGroup."""
-        return 0
+        """The number of (remote) learners: 0 for the one learner in this process, as RLlib's
+        local LearnerGroup; N for N data-parallel learners."""
+        replicas = self._replicas
+        return 0 if replicas is None else int(replicas.num_learners)
 
     def update(self, *args: Any, **kwargs: Any) -> list:
         """RLlib's: the learner's `update` (RLlib's `update(batch=..., timesteps=...)` for a
@@ -259,6 +273,11 @@ class LearnerGroup:
             self._algorithm.sync_weights()
 
     def foreach_learner(self, func: Callable[..., Any], **kwargs: Any) -> list:
+        """`func(learner, **kwargs)` on each learner: the one, or every data-parallel learner
+        (learner 0's value first)."""
+        replicas = self._replicas
+        if replicas is not None:
+            return list(replicas.foreach_learner(func, **kwargs))
         return [func(self._learner, **kwargs)]
 
     def save_to_path(
