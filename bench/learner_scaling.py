@@ -21,22 +21,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from typing import Any
 
+from report import cpu_model  # bench/ is this script's path
+
 from trainer import PPOConfig
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def config(args: argparse.Namespace, num_learners: int) -> PPOConfig:

@@ -648,16 +648,20 @@ def _command(args: tuple[str, ...]) -> str:
     return "`" + " ".join(shown) + "`"
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The CPU's model name (Linux's /proc/cpuinfo), else what `platform` says."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            names = [
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            ]
-        cpu = names[0] if names else cpu
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> str:
+    cpu = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({cpu}), "
