@@ -30,12 +30,12 @@ from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.runners.env_runner_group import spaces_of
 
 
-def _config(framework: str, num_learners: int, **training) -> PPOConfig:
+def _config(framework: str, num_learners: int, backend: str = "processes", **training) -> PPOConfig:
     return (
         PPOConfig()
         .environment("CartPole-v1")
         .framework(framework)
-        .env_runners(num_env_runners=0)
+        .env_runners(num_env_runners=0, backend=backend)
         .learners(num_learners=num_learners)
         .training(
             **{
@@ -146,7 +146,12 @@ def _torch_learner_class():
 def test_n_learners_give_the_weights_of_averaged_gradients_over_their_shards(
     framework, num_learners
 ):
-    config = _config(framework, num_learners)
+    check_averaged_gradients(framework, num_learners, "processes")
+
+
+def check_averaged_gradients(framework: str, num_learners: int, backend: str) -> None:
+    """PPO's N learners (on `backend`) give the reference's weights; replicas stay equal."""
+    config = _config(framework, num_learners, backend)
     if framework == "torch":
         pytest.importorskip("torch")
         config = config.training(learner_class=_torch_learner_class())
@@ -209,7 +214,7 @@ def test_several_learners_train_without_a_warning_and_stop_their_processes(frame
     with warnings.catch_warnings():
         warnings.simplefilter("error", IgnoredSettingWarning)
         algo = _config(framework, 3).build()
-    pids = [worker.process.pid for worker in algo.learner_replicas.workers]
+    pids = [worker.link.process.pid for worker in algo.learner_replicas.workers]
     assert len(pids) == 2
     result = algo.train()
     assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 600
@@ -276,7 +281,7 @@ def test_a_learner_that_dies_mid_update_leaves_learner_0_as_it_was(monkeypatch):
     try:
         algo.train()
         before = pickle.dumps(algo.learner.get_state()["module"])
-        victim = algo.learner_replicas.workers[0].process
+        victim = algo.learner_replicas.workers[0].link.process
         episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
         victim.kill()
         victim.join(5)
@@ -284,7 +289,7 @@ def test_a_learner_that_dies_mid_update_leaves_learner_0_as_it_was(monkeypatch):
             algo.update_learners(episodes, num_env_steps_sampled_lifetime=1200)
         assert pickle.dumps(algo.learner.get_state()["module"]) == before
         # A fresh worker took its place, holding learner 0's state: training goes on.
-        assert algo.learner_replicas.workers[0].process.pid != victim.pid
+        assert algo.learner_replicas.workers[0].link.process.pid != victim.pid
         algo.train()
         _replicas_equal(algo)
     finally:
@@ -299,7 +304,7 @@ def test_a_learner_killed_during_the_update_fails_it_at_once_and_nothing_is_half
     try:
         episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
         before = pickle.dumps(algo.learner.get_state()["module"])
-        victim = algo.learner_replicas.workers[0].process
+        victim = algo.learner_replicas.workers[0].link.process
         threading.Timer(0.3, victim.kill).start()
         started = time.monotonic()
         with pytest.raises(LearnerWorkerError, match="learner 1.*died"):
@@ -337,7 +342,7 @@ def test_two_learners_learn_cartpole():
 
 
 # -- off-policy: SAC and DQN, each learner on its rows of the replayed batch -----------------
-def _off_policy_config(name: str, framework: str, num_learners: int):
+def _off_policy_config(name: str, framework: str, num_learners: int, backend: str = "processes"):
     from trainer import DQNConfig, SACConfig
 
     config_class, env = {"SAC": (SACConfig, "Pendulum-v1"), "DQN": (DQNConfig, "CartPole-v1")}[name]
@@ -345,7 +350,7 @@ def _off_policy_config(name: str, framework: str, num_learners: int):
         config_class()
         .environment(env)
         .framework(framework)
-        .env_runners(num_env_runners=0)
+        .env_runners(num_env_runners=0, backend=backend)
         .learners(num_learners=num_learners)
         .training(train_batch_size_per_learner=32, num_steps_sampled_before_learning_starts=64)
         .rl_module(model_config={"fcnet_hiddens": [32, 32]})
@@ -398,9 +403,14 @@ def _off_policy_reference(algo, state, batch, sampled, num_learners):
 
 @pytest.mark.parametrize("name", ["SAC", "DQN"])
 def test_off_policy_learners_give_the_weights_of_averaged_gradients_over_their_rows(name):
+    check_off_policy_averaged_gradients(name, "processes")
+
+
+def check_off_policy_averaged_gradients(name: str, backend: str) -> None:
+    """SAC's or DQN's 2 numpy learners (on `backend`) give the reference's weights."""
     from trainer.algorithms.replay import sample_train_batch
 
-    algo = _off_policy_config(name, "numpy", 2).build()
+    algo = _off_policy_config(name, "numpy", 2, backend).build()
     try:
         algo.train()  # learning has started: the learners hold trained weights below
         _replicas_equal(algo, keys=("module",))
@@ -443,13 +453,13 @@ def test_off_policy_learners_on_torch_stay_replicas(name):
 
 
 # -- multi-agent PPO: each module's chunks sharded over the learners -------------------------
-def _multi_agent_config(num_learners: int) -> PPOConfig:
+def _multi_agent_config(num_learners: int, backend: str = "processes") -> PPOConfig:
     from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
 
     return (
         PPOConfig()
         .environment(MultiAgentCartPole, env_config={"num_agents": 2})
-        .env_runners(num_env_runners=0)
+        .env_runners(num_env_runners=0, backend=backend)
         .multi_agent(
             policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, *args, **kw: f"p{agent_id}"
         )
@@ -466,11 +476,17 @@ def _module_replicas_equal(algo, modules, keys=("module", "optimizer", "kl_coeff
 
 
 def test_multi_agent_learners_train_every_module_on_its_shards_and_stay_replicas():
+    check_multi_agent_learners("processes")
+
+
+def check_multi_agent_learners(backend: str) -> None:
+    """Multi-agent PPO's 2 learners (on `backend`) train every module and stay replicas, a
+    module added later too."""
     from trainer.core.rl_module import RLModuleSpec
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", IgnoredSettingWarning)
-        algo = _multi_agent_config(2).build()
+        algo = _multi_agent_config(2, backend).build()
     try:
         result = algo.train()
         sampled = result["env_runners"]["num_module_steps_sampled"]
@@ -495,6 +511,12 @@ def test_multi_agent_learners_train_every_module_on_its_shards_and_stay_replicas
 # -- APPO and IMPALA: each learner on its run of the train batch's steps ---------------------
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_appo_learners_train_on_their_steps_and_stay_replicas(framework):
+    check_appo_learners(framework, "processes")
+
+
+def check_appo_learners(framework: str, backend: str) -> None:
+    """APPO's 2 learners (on `backend`) each train on their half of the train batch's steps
+    and stay replicas."""
     from trainer import APPOConfig
 
     if framework == "torch":
@@ -505,7 +527,7 @@ def test_appo_learners_train_on_their_steps_and_stay_replicas(framework):
             APPOConfig()
             .environment("CartPole-v1")
             .framework(framework)
-            .env_runners(num_env_runners=1)
+            .env_runners(num_env_runners=1, backend=backend)
             .learners(num_learners=2)
             .training(train_batch_size_per_learner=100)
             .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=400)

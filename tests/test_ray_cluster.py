@@ -4,20 +4,34 @@ different nodes and PPO learns; env code on every node reaches a named object; a
 mid-sample, a stalled actor, and a whole worker node removed mid-training all end in restarts on
 the nodes left, with the callback fired for the right indices and training going on; `stop()`
 leaves no actor of the algorithm alive; a checkpoint moves between the backends with exact
-resume."""
+resume. Data-parallel learners as Ray actors on the nodes give the weights of averaged
+gradients (PPO numpy with 2 and 4 learners, torch, SAC), stay replicas (APPO, multi-agent PPO),
+and a learner actor killed mid-update fails the update with nothing half-trained."""
 
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
 from helpers import LevelEnv, RecordRecreated, StallOnceEnv, small_ppo
+from test_data_parallel_learners import (
+    _config,
+    _replicas_equal,
+    check_appo_learners,
+    check_averaged_gradients,
+    check_multi_agent_learners,
+    check_off_policy_averaged_gradients,
+)
 from test_named_objects import Counter
 
 from trainer import PPOConfig, create_named_object
+from trainer.algorithms.data_parallel import LearnerWorkerError
+from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.named_objects import shutdown_named_objects
 
 ray = pytest.importorskip("ray", reason="needs Ray (the test extra: pip install -e '.[test]')")
@@ -166,6 +180,59 @@ def test_a_checkpoint_moves_between_backends_with_exact_resume(cluster, tmp_path
             assert [metrics(algo.train()) for _ in range(2)] == expected[2:], first.backend
             for name, value in algo.get_weights().items():
                 np.testing.assert_array_equal(value, expected_weights[name], err_msg=name)
+
+
+# -- data-parallel learners as Ray actors ------------------------------------------------------
+@pytest.mark.parametrize(("framework", "num_learners"), [("numpy", 2), ("numpy", 4), ("torch", 2)])
+def test_learner_actors_give_the_weights_of_averaged_gradients(cluster, framework, num_learners):
+    check_averaged_gradients(framework, num_learners, "ray")
+
+
+def test_sac_learner_actors_give_the_weights_of_averaged_gradients(cluster):
+    check_off_policy_averaged_gradients("SAC", "ray")
+
+
+def test_appo_and_multi_agent_ppo_learner_actors_stay_replicas(cluster):
+    check_appo_learners("numpy", "ray")
+    check_multi_agent_learners("ray")
+
+
+def test_learner_actors_spread_over_the_nodes_and_stop_leaves_none(cluster):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = _config("numpy", 4, "ray").build()
+    try:
+        # (by value: the actors do not import this test module)
+        nodes = algo.learner_group.foreach_learner(
+            lambda learner: ray.get_runtime_context().get_node_id()
+        )
+        actors = [worker.link.actor for worker in algo.learner_replicas.workers]
+        assert len(nodes) == 4 and len(set(nodes[1:])) == 3  # 1 CPU each: one per node
+        algo.train()
+    finally:
+        algo.stop()
+    for actor in actors:
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.answer.remote(None), timeout=30)
+
+
+def test_a_learner_actor_killed_mid_update_leaves_learner_0_as_it_was(cluster):
+    algo = _config("numpy", 2, "ray", num_epochs=40, minibatch_size=32).build()
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
+        before = pickle.dumps(algo.learner.get_state()["module"])
+        victim = algo.learner_replicas.workers[0].link.actor
+        threading.Timer(0.3, ray.kill, [victim]).start()
+        started = time.monotonic()
+        with pytest.raises(LearnerWorkerError, match="learner 1.*died"):
+            algo.update_learners(episodes, num_env_steps_sampled_lifetime=600)
+        assert time.monotonic() - started < 60  # not the all-reduce's timeout
+        assert pickle.dumps(algo.learner.get_state()["module"]) == before
+        assert algo.learner_replicas.workers[0].link.actor != victim  # a fresh actor
+        algo.train()
+        _replicas_equal(algo)
+    finally:
+        algo.stop()
 
 
 def test_a_worker_node_removed_mid_training_costs_only_its_runner(cluster, caplog):

@@ -11,11 +11,20 @@ each gradient step applies the mean of their gradients, so the replicas never dr
            seed  <- learner 0's own generator               (so a checkpoint resumes exactly)
            state <- learner 0's, to the others, when it changed since their last update (a
                     restore, set_weights, set_state)
-           learner r >= 1 (a worker process): _Update(shard r, kwargs, seed) -> its update
+           learner r >= 1 (a worker): _Update(shard r, kwargs, seed) -> its update
            learner 0 (the algorithm's learner, in this process): its update on shard 0
              every gradient step: gradient <- the mean over the N learners
-                                  (`trainer.core.allreduce.SharedMemoryAllReduce`)
+                                  (`trainer.core.allreduce`)
            results <- reduced over the learners (counts summed, the rest averaged)
+
+Where the workers run:
+- "processes" (the default): spawned processes of this machine (`_ProcessLink`, a pipe each),
+  the all-reduce through shared memory (`SharedMemoryAllReduce`);
+- "ray" (`env_runners(backend="ray")`, as the EnvRunners): Ray actors on any node of the
+  cluster (`_RayLink`), asking for `num_cpus_per_learner`, `num_gpus_per_learner` and
+  `custom_resources_per_learner` as RLlib's learner actors do, in a Tune trial's placement
+  group where there is one; the all-reduce over TCP to this process (`TcpAllReduce`).
+Both serve the same `_LearnerServer`, so everything below holds on either.
 
 Learner 0 is the algorithm's own learner (`algo.learner`), in the main process; RLlib puts all
 N in Ray actors and none in the driver. The difference is where, not what: N learners compute
@@ -25,12 +34,14 @@ replica after each update. A checkpoint holds that one learner state and restore
 
 Failure states, each named:
 - a worker that does not start (`LearnerWorkerError`, at build, every started worker ended);
-- a worker whose update raises or that dies mid-update (the all-reduce breaks for the others
-  within `ALLREDUCE_TIMEOUT_S`): learner 0 takes back its state from before the update, every
+- a worker whose update raises or that dies mid-update (its process ends, its actor is
+  killed or its node lost; the all-reduce breaks for the others, at once where learner 0's
+  watcher sees the death, else within `ALLREDUCE_TIMEOUT_S`): learner 0 takes back its state from before the update, every
   worker is replaced by a fresh one holding that state, and the update raises
   `LearnerWorkerError` naming the learner and its error (its type and message kept): nothing is
   half-trained;
-- `stop()` ends every worker (asked first, then terminated, then killed, each wait bounded).
+- `stop()` ends every worker (a process asked first, then terminated, then killed; an actor
+  killed; each wait bounded).
 """
 
 from __future__ import annotations
@@ -52,9 +63,12 @@ import numpy as np
 
 from trainer.algorithms.learner_group import call_build_hooks
 from trainer.algorithms.multi_agent_learner import episodes_by_module
-from trainer.core.allreduce import AllReduceError, SharedMemoryAllReduce
+from trainer.core.allreduce import AllReduceError, SharedMemoryAllReduce, TcpAllReduce
+from trainer.core.allreduce import attach as join_allreduce
 from trainer.core.blas import BLAS_THREAD_VARS, user_sized_pools
 from trainer.errors import RemoteError
+from trainer.runners.ray_runner import connect
+from trainer.util.log import plain_text
 
 #: How long a learner waits at a gradient all-reduce for the others (a step of RLlib's
 #: largest default networks takes seconds on a slow CPU; a dead learner is found by then).
@@ -222,7 +236,7 @@ def module_learners(learner: Any) -> list[Any]:
     return list(nested.values()) if isinstance(nested, dict) else [learner]
 
 
-def attach_allreduce(learner: Any, allreduce: SharedMemoryAllReduce | None) -> None:
+def attach_allreduce(learner: Any, allreduce: SharedMemoryAllReduce | TcpAllReduce | None) -> None:
     """Gives every stepping learner of `learner` the all-reduce (None: steps alone again)."""
     for each in module_learners(learner):
         each.gradient_allreduce = allreduce
@@ -235,49 +249,274 @@ def _gradient_capacity(learner: Any) -> int:
 
 
 # -- a worker ---------------------------------------------------------------------------------
-def _worker_main(conn: Any, payload: bytes) -> None:
-    """A worker process: builds its learner (`_Init`), then answers messages until `_Stop` or
-    until learner 0's process is gone."""
-    try:
-        init: _Init = cloudpickle.loads(payload)
-        learner = init.algo_class.learner_for(init.config, init.spaces)
-        call_build_hooks(learner)
-        allreduce = SharedMemoryAllReduce.attach(init.allreduce, init.rank)
-        attach_allreduce(learner, allreduce)
-    except BaseException as error:  # noqa: BLE001 - reported to learner 0, then this ends
-        conn.send(_failed(error))
-        return
-    conn.send(_Done(os.getpid()))
-    parent = os.getppid()
-    while True:
-        if not conn.poll(1.0):
-            if os.getppid() != parent:  # learner 0's process is gone: nothing to serve
-                return
-            continue
+class _LearnerServer:
+    """A worker's learner, answering learner 0's messages (in a worker process, `_worker_main`,
+    or in a Ray actor, `_LearnerActor`)."""
+
+    def __init__(self) -> None:
+        self.learner: Any = None
+        self.allreduce: Any = None
+
+    def start(self, payload: bytes) -> Any:
+        """Builds the learner from an `_Init` (`payload`, cloudpickled) and joins the
+        all-reduce: `_Done(pid)`, or `_Failed`."""
         try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return
-        if isinstance(message, _Stop):
-            conn.send(_Done())
-            return
+            init: _Init = cloudpickle.loads(payload)
+            learner = init.algo_class.learner_for(init.config, init.spaces)
+            call_build_hooks(learner)
+            self.allreduce = join_allreduce(init.allreduce, init.rank)
+            attach_allreduce(learner, self.allreduce)
+            self.learner = learner
+        except BaseException as error:  # noqa: BLE001 - reported to learner 0
+            return _failed(error)
+        return _Done(os.getpid())
+
+    def answer(self, message: Any) -> Any:
+        """`message`'s reply: `_Done(value)`, or `_Failed` (an update that fails aborts the
+        all-reduce first, so that the others stop waiting for this learner's steps)."""
+        learner = self.learner
         try:
             if isinstance(message, _SetState):
                 learner.set_state(pickle.loads(message.state_blob))
-                reply: Any = _Done()
-            elif isinstance(message, _Update):
-                reply = _Done(getattr(learner, message.method)(*message.args, **message.kwargs))
-            elif isinstance(message, _GetState):
-                reply = _Done(pickle.dumps(learner.get_state()))
-            elif isinstance(message, _Apply):
-                reply = _Done(cloudpickle.loads(message.func)(learner, **message.kwargs))
-            else:
-                raise TypeError(f"learner worker: unknown message {type(message).__name__}")
+                return _Done()
+            if isinstance(message, _Update):
+                return _Done(getattr(learner, message.method)(*message.args, **message.kwargs))
+            if isinstance(message, _GetState):
+                return _Done(pickle.dumps(learner.get_state()))
+            if isinstance(message, _Apply):
+                return _Done(cloudpickle.loads(message.func)(learner, **message.kwargs))
+            raise TypeError(f"learner worker: unknown message {type(message).__name__}")
         except BaseException as error:  # noqa: BLE001 - reported to learner 0
-            if isinstance(message, _Update):  # the others stop waiting for this one's steps
-                allreduce.abort()
-            reply = _failed(error)
-        conn.send(reply)
+            if isinstance(message, _Update) and self.allreduce is not None:
+                self.allreduce.abort()
+            return _failed(error)
+
+    def close(self) -> None:
+        if self.allreduce is not None:
+            self.allreduce.close()
+            self.allreduce = None
+
+
+def _worker_main(conn: Any, payload: bytes) -> None:
+    """A worker process: builds its learner (`_Init`), then answers messages until `_Stop` or
+    until learner 0's process is gone."""
+    server = _LearnerServer()
+    reply = server.start(payload)
+    conn.send(reply)
+    if isinstance(reply, _Failed):
+        return
+    parent = os.getppid()
+    try:
+        while True:
+            if not conn.poll(1.0):
+                if os.getppid() != parent:  # learner 0's process is gone: nothing to serve
+                    return
+                continue
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return
+            if isinstance(message, _Stop):
+                conn.send(_Done())
+                return
+            conn.send(server.answer(message))
+    finally:
+        server.close()
+
+
+class _LearnerActor:
+    """A worker as a Ray actor: the same `_LearnerServer`; `watch` never returns, so that its
+    failure says at once that the actor died (as `trainer.runners.ray_runner`'s actors)."""
+
+    def __init__(self, payload: bytes) -> None:
+        self._server = _LearnerServer()
+        self._started = self._server.start(payload)
+
+    def started(self) -> Any:
+        return self._started
+
+    def answer(self, message: Any) -> Any:
+        return self._server.answer(message)
+
+    def watch(self) -> None:
+        threading.Event().wait()
+
+
+_actor_class: Any = None
+
+
+def _remote_actor_class() -> Any:
+    global _actor_class
+    if _actor_class is None:
+        import ray
+
+        watch = ray.method(concurrency_group="watch")(_LearnerActor.watch)
+        cls = type("LearnerActor", (_LearnerActor,), {"watch": watch, "__module__": __name__})
+        _actor_class = ray.remote(concurrency_groups={"watch": 1})(cls)
+    return _actor_class
+
+
+# -- the link to a worker: a process and its pipe, or a Ray actor -----------------------------
+class _Gone(Exception):
+    """The worker is gone (its process ended, its actor died): `detail` says how."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class _ProcessLink:
+    """A worker process of this machine (spawned) and its pipe."""
+
+    def __init__(self, context: Any, payload: bytes, rank: int, num_learners: int) -> None:
+        parent_conn, child_conn = context.Pipe()
+        self.process = context.Process(
+            target=_worker_main,
+            args=(child_conn, payload),
+            name=f"localrl-learner-{rank}",
+            daemon=True,
+        )
+        with _main_module_hidden(), _worker_threads(num_learners):
+            self.process.start()
+        child_conn.close()
+        self.conn = parent_conn
+        self.where = f"pid {self.process.pid}"
+
+    def send(self, message: Any) -> None:
+        try:
+            self.conn.send(message)
+        except (OSError, ValueError) as error:
+            self.process.join(STOP_TIMEOUT_S)
+            raise _Gone(f"exit code {self.process.exitcode}") from error
+
+    def poll(self, timeout_s: float) -> bool:
+        try:
+            return bool(self.conn.poll(timeout_s))
+        except (EOFError, OSError):
+            return True
+
+    def receive(self) -> Any:
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(STOP_TIMEOUT_S)
+            raise _Gone(f"exit code {self.process.exitcode}") from None
+
+    def dead(self) -> bool:
+        return self.process.exitcode is not None
+
+    def ask_to_stop(self) -> None:
+        try:
+            if self.process.is_alive():
+                self.conn.send(_Stop())
+        except (OSError, ValueError):
+            pass
+
+    def end(self) -> None:
+        """Waits for the process to end (asked before), then terminates, then kills it."""
+        self.process.join(STOP_TIMEOUT_S)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(STOP_TIMEOUT_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(STOP_TIMEOUT_S)
+        self.conn.close()
+
+
+class _RayLink:
+    """A worker as a Ray actor, on any node of the cluster (`learner_actor_options`)."""
+
+    def __init__(self, payload: bytes, options: dict) -> None:
+        self.actor = _remote_actor_class().options(**options).remote(payload)
+        self._watch = self.actor.watch.remote()
+        #: The calls sent and not yet read, oldest first.
+        self._pending: list[Any] = [self.actor.started.remote()]
+        self.where = "a Ray actor"
+        self._killed = False
+
+    def send(self, message: Any) -> None:
+        if self._killed or self.dead():
+            raise _Gone(self._death_text())
+        self._pending.append(self.actor.answer.remote(message))
+
+    def poll(self, timeout_s: float) -> bool:
+        import ray
+
+        ready, _ = ray.wait([self._pending[0], self._watch], num_returns=1, timeout=timeout_s)
+        return bool(ready)
+
+    def receive(self) -> Any:
+        import ray
+        from ray.exceptions import RayError
+
+        ref = self._pending.pop(0)
+        try:
+            return ray.get(ref, timeout=STOP_TIMEOUT_S)
+        except RayError:
+            self._pending.clear()
+            raise _Gone(self._death_text()) from None
+
+    def dead(self) -> bool:
+        import ray
+
+        return self._killed or bool(ray.wait([self._watch], timeout=0)[0])
+
+    def _death_text(self) -> str:
+        import ray
+        from ray.exceptions import RayError
+
+        try:
+            ray.get(self._watch, timeout=0)
+        except RayError as error:
+            lines = plain_text(str(error)).strip().splitlines()
+            return f"its Ray actor died: {type(error).__name__}" + (
+                f": {lines[0]}" if lines else ""
+            )
+        except Exception:  # noqa: BLE001 - not ended yet (GetTimeoutError)
+            pass
+        return "its Ray actor is gone"
+
+    def ask_to_stop(self) -> None:
+        pass  # (a Ray actor holds nothing to save: `end` kills it)
+
+    def end(self) -> None:
+        """Kills the actor and waits (bounded) until Ray has it dead, so that its resources are
+        free for a replacement."""
+        import ray
+
+        if self._killed:
+            return
+        self._killed = True
+        try:
+            ray.kill(self.actor, no_restart=True)
+            ray.wait([self._watch], timeout=STOP_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - already gone, or Ray is shutting down
+            pass
+
+
+def learner_actor_options(config: Any) -> dict:
+    """A learner actor's Ray options, as RLlib's: `num_cpus_per_learner` ("auto": 1 CPU
+    without a GPU, else none), `num_gpus_per_learner`, `custom_resources_per_learner`; in a
+    Ray Tune trial, in the trial's placement group (which reserved the learners' bundles)."""
+    from ray.util import get_current_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    cpus = config.num_cpus_per_learner
+    if cpus == "auto":
+        cpus = 1 if not config.num_gpus_per_learner else 0
+    options: dict[str, Any] = {
+        "num_cpus": cpus,
+        "num_gpus": config.num_gpus_per_learner or 0,
+        "resources": dict(getattr(config, "custom_resources_per_learner", None) or {}),
+        "max_restarts": 0,  # the group replaces a failed learner, with learner 0's state
+    }
+    group = get_current_placement_group()
+    if group is not None:
+        options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+            group, placement_group_capture_child_tasks=True
+        )
+    return options
 
 
 @contextlib.contextmanager
@@ -339,8 +578,7 @@ def _failed(error: BaseException) -> _Failed:
 @dataclass
 class _Worker:
     rank: int
-    process: Any
-    conn: Any
+    link: _ProcessLink | _RayLink
     pid: int = 0
     #: The digest of the learner state it holds (learner 0's, as last sent or updated).
     digest: bytes = field(default=b"")
@@ -358,9 +596,16 @@ class DataParallelLearners:
         #: Learner 0: the algorithm's learner, in this process.
         self.learner = learner
         self.num_learners = int(config.num_learners)
+        #: Where the workers run: "processes" (spawned, this machine) or "ray" (Ray actors,
+        #: the EnvRunners' backend `env_runners(backend="ray")`).
+        self.backend = "ray" if getattr(config, "backend", None) == "ray" else "processes"
         self._context = multiprocessing.get_context("spawn")
+        self._actor_options: dict = {}
+        if self.backend == "ray":
+            connect(getattr(config, "ray_address", None))
+            self._actor_options = learner_actor_options(config)
         self.workers: list[_Worker] = []
-        self._allreduce: SharedMemoryAllReduce | None = None
+        self._allreduce: SharedMemoryAllReduce | TcpAllReduce | None = None
         self._stopped = False
         #: Whether the workers took learner 0's state in this iteration (`new_round`).
         self._round_synced = False
@@ -371,10 +616,8 @@ class DataParallelLearners:
 
     # -- starting and ending workers ----------------------------------------------------------
     def _start_workers(self, state_blob: bytes) -> None:
-        """A fresh all-reduce block and N - 1 fresh workers, each holding `state_blob`."""
-        allreduce = SharedMemoryAllReduce.create(
-            self.num_learners, _gradient_capacity(self.learner), ALLREDUCE_TIMEOUT_S
-        )
+        """A fresh all-reduce and N - 1 fresh workers, each holding `state_blob`."""
+        allreduce = self._new_allreduce()
         self._allreduce = allreduce
         attach_allreduce(self.learner, allreduce)
         workers: list[_Worker] = []
@@ -384,17 +627,12 @@ class DataParallelLearners:
                 payload = cloudpickle.dumps(
                     _Init(self.algo_class, self.config, self.spaces, rank, allreduce.handle)
                 )
-                parent_conn, child_conn = self._context.Pipe()
-                process = self._context.Process(
-                    target=_worker_main,
-                    args=(child_conn, payload),
-                    name=f"localrl-learner-{rank}",
-                    daemon=True,
-                )
-                with _main_module_hidden(), _worker_threads(self.num_learners):
-                    process.start()
-                child_conn.close()
-                workers.append(_Worker(rank, process, parent_conn))
+                link: _ProcessLink | _RayLink
+                if self.backend == "ray":
+                    link = _RayLink(payload, self._actor_options)
+                else:
+                    link = _ProcessLink(self._context, payload, rank, self.num_learners)
+                workers.append(_Worker(rank, link))
             for worker in workers:
                 worker.pid = self._receive(worker, START_TIMEOUT_S, "start")
             digest = _digest(state_blob)
@@ -407,24 +645,24 @@ class DataParallelLearners:
             self._end_workers()
             raise
 
+    def _new_allreduce(self) -> SharedMemoryAllReduce | TcpAllReduce:
+        """Shared memory for worker processes; TCP to this process for Ray actors (on any
+        node: this node's address, as Ray knows it)."""
+        capacity = _gradient_capacity(self.learner)
+        if self.backend == "ray":
+            import ray
+
+            host = ray.util.get_node_ip_address()
+            return TcpAllReduce.create(self.num_learners, capacity, ALLREDUCE_TIMEOUT_S, host)
+        return SharedMemoryAllReduce.create(self.num_learners, capacity, ALLREDUCE_TIMEOUT_S)
+
     def _end_workers(self) -> None:
-        """Ends every worker (asked, then terminated, then killed; each wait bounded) and frees
-        the all-reduce block."""
+        """Ends every worker (processes: asked, then terminated, then killed; actors: killed;
+        each wait bounded) and frees the all-reduce."""
         for worker in self.workers:
-            try:
-                if worker.process.is_alive():
-                    worker.conn.send(_Stop())
-            except (OSError, ValueError):
-                pass
+            worker.link.ask_to_stop()
         for worker in self.workers:
-            worker.process.join(STOP_TIMEOUT_S)
-            if worker.process.is_alive():
-                worker.process.terminate()
-                worker.process.join(STOP_TIMEOUT_S)
-            if worker.process.is_alive():
-                worker.process.kill()
-                worker.process.join(STOP_TIMEOUT_S)
-            worker.conn.close()
+            worker.link.end()
         self.workers = []
         attach_allreduce(self.learner, None)
         if self._allreduce is not None:
@@ -442,36 +680,56 @@ class DataParallelLearners:
     def _send(self, worker: _Worker, message: Any, doing: str) -> None:
         """Sends `message`; LearnerWorkerError where the worker is gone."""
         try:
-            worker.conn.send(message)
-        except (OSError, ValueError) as error:
-            worker.process.join(STOP_TIMEOUT_S)
+            worker.link.send(message)
+        except _Gone as gone:
             raise LearnerWorkerError(
-                f"learner {worker.rank} (pid {worker.pid or worker.process.pid}) died before it "
-                f"could {doing} (exit code {worker.process.exitcode})",
+                f"learner {worker.rank} ({self._where(worker)}) died before it could {doing} "
+                f"({gone.detail})",
                 rank=worker.rank,
-                cause=error,
-            ) from error
+                cause=gone,
+            ) from None
+
+    @staticmethod
+    def _where(worker: _Worker) -> str:
+        return f"pid {worker.pid}" if worker.pid else worker.link.where
+
+    def _resources_hint(self, doing: str) -> str:
+        """For a Ray actor that did not start: what it asked of the cluster and what the
+        cluster has (an actor waiting for resources never starts, silently)."""
+        if self.backend != "ray" or doing != "start":
+            return ""
+        import ray
+
+        options = self._actor_options
+        asked = {
+            "CPU": options.get("num_cpus") or 0,
+            "GPU": options.get("num_gpus") or 0,
+            **options.get("resources", {}),
+        }
+        asked = {name: amount for name, amount in asked.items() if amount}
+        total, free = ray.cluster_resources(), ray.available_resources()
+        return (
+            f". Its Ray actor asked for {asked} and may have waited for them: the cluster has "
+            f"{ {name: total.get(name, 0) for name in asked} } in all, "
+            f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster more "
+            "resources or ask for fewer (num_learners, num_cpus_per_learner)"
+        )
 
     def _receive(self, worker: _Worker, timeout_s: float, doing: str) -> Any:
         """The worker's answer: its value, or LearnerWorkerError (its error, its death, or no
         answer within `timeout_s`)."""
-        try:
-            ready = worker.conn.poll(timeout_s)
-        except (EOFError, OSError):
-            ready = True
-        if not ready:
+        if not worker.link.poll(timeout_s):
             raise LearnerWorkerError(
-                f"learner {worker.rank} (pid {worker.pid or worker.process.pid}) did not "
-                f"{doing} within {timeout_s:g} s",
+                f"learner {worker.rank} ({self._where(worker)}) did not {doing} within "
+                f"{timeout_s:g} s{self._resources_hint(doing)}",
                 rank=worker.rank,
             )
         try:
-            reply = worker.conn.recv()
-        except (EOFError, OSError):
-            worker.process.join(STOP_TIMEOUT_S)
+            reply = worker.link.receive()
+        except _Gone as gone:
             raise LearnerWorkerError(
-                f"learner {worker.rank} (pid {worker.pid or worker.process.pid}) died while it "
-                f"was to {doing} (exit code {worker.process.exitcode})",
+                f"learner {worker.rank} ({self._where(worker)}) died while it was to {doing} "
+                f"({gone.detail})",
                 rank=worker.rank,
             ) from None
         if isinstance(reply, _Failed):
@@ -669,7 +927,7 @@ class DataParallelLearners:
 
         def watch() -> None:
             while not done.wait(WATCH_INTERVAL_S):
-                if any(worker.process.exitcode is not None for worker in self.workers):
+                if any(worker.link.dead() for worker in self.workers):
                     if allreduce is not None:
                         allreduce.abort()
                     return

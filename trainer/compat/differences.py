@@ -547,14 +547,18 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "AlgorithmConfig.learners(num_learners=N), N >= 2",
         "N data-parallel learners, of which learner 0 is the algorithm's own learner in the "
-        "main process and learners 1..N-1 are worker processes of this machine; each step's "
-        "gradients are averaged through shared memory (trainer/algorithms/data_parallel.py; "
+        "main process and learners 1..N-1 are worker processes of this machine (with "
+        "env_runners(backend='ray'): Ray actors on the cluster's nodes); each step's "
+        "gradients are averaged through shared memory (Ray actors: over TCP to learner 0) "
+        "(trainer/algorithms/data_parallel.py; "
         "PPO, SAC, TQC, DQN, APPO and IMPALA; other algorithms warn and train on one "
-        "learner). Multi-agent "
+        "learner; tests/test_ray_cluster.py::test_learner_actors_give_the_weights_of_"
+        "averaged_gradients). Multi-agent "
         "PPO shards each module's episode chunks on their own, not whole multi-agent episodes",
-        "RLlib puts all N in Ray actors and averages with torch DistributedDataParallel; here "
-        "learner 0 is the one the weights, states and checkpoints are read from, so nothing "
-        "else changes with N, and one machine needs no Ray",
+        "RLlib puts all N in Ray actors and averages with torch DistributedDataParallel (gloo "
+        "on CPU); here learner 0 is the one the weights, states and checkpoints are read "
+        "from, so nothing else changes with N, one machine needs no Ray, and the numpy "
+        "learners need no torch",
         BEHAVIOUR,
     ),
     Difference(

@@ -82,7 +82,7 @@ _TF = "the learner is numpy here, not TensorFlow"
 _TORCH = "the learner is numpy here, not torch"
 _ONE_LEARNER = (
     "learners run in the main process and, with data-parallel num_learners, in worker "
-    "processes of this machine: they take no Ray resources"
+    "processes of this machine (Ray actors with env_runners(backend='ray'))"
 )
 OLD_STACK = "an old-API-stack (RolloutWorker) setting; this trainer runs RLlib's new stack"
 _TUNE = (

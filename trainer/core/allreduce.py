@@ -1,5 +1,6 @@
-"""The gradient all-reduce of data-parallel learners on one machine: N processes, one shared
-memory block, no locks.
+"""The gradient all-reduce of data-parallel learners: on one machine N processes, one shared
+memory block, no locks (`SharedMemoryAllReduce`); across machines, TCP connections to rank 0
+(`TcpAllReduce`, further down).
 
     the block:  aborted (1 int) | written[N] | read[N] (ints: each rank's last step) |
                 slots[N, capacity] (float64)
@@ -26,9 +27,14 @@ the other ranks attach to it by name (`attach`, with the `AllReduceHandle`).
 
 from __future__ import annotations
 
+import contextlib
+import secrets
+import socket
+import struct
 import time
 from dataclasses import dataclass
 from multiprocessing import shared_memory
+from typing import Any
 
 import numpy as np
 
@@ -158,4 +164,216 @@ class SharedMemoryAllReduce:
                 pass
 
 
-__all__ = ["AllReduceError", "AllReduceHandle", "SharedMemoryAllReduce"]
+# -- across machines ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TcpAllReduceHandle:
+    """What a rank needs to connect to rank 0: its address, the group's secret token (a
+    connection that does not present it is closed), the shape and the wait's bound."""
+
+    host: str
+    port: int
+    token: bytes
+    num_ranks: int
+    capacity: int
+    timeout_s: float
+
+
+#: A step's frame: its number and the vector's length (little-endian int64s), then the numbers.
+_FRAME = struct.Struct("<qq")
+#: A connecting rank's first words: the token (16 bytes), then its rank (int64).
+_HELLO = struct.Struct("<16sq")
+
+
+class TcpAllReduce:
+    """The mean of one float64 vector per rank, on every rank, over TCP: the all-reduce of
+    learners on several machines (Ray actors), with `SharedMemoryAllReduce`'s calls.
+
+        rank r >= 1, its step s:  -> rank 0: (s, size) + its vector
+                                  <- rank 0: (s, size) + the mean
+        rank 0, its step s:       its vector, plus rank 1's, ..., plus rank N-1's, in rank
+                                  order; / N; the same bytes to every rank
+
+    Rank 0 computes the mean once and sends its bytes, so every rank gets the same bits (as
+    with shared memory, where every rank sums in the same order). Rank 0 listens; the others
+    connect when they attach and present the token, and rank 0 takes their connections at its
+    first step.
+
+    Failure states: a rank that does not arrive within `timeout_s` (its peers raise
+    AllReduceError); a connection that ends (a rank died or aborted): rank 0 raises and closes
+    every connection, so every rank waiting raises; `abort()` from any thread closes this
+    rank's connections, waking its own blocked wait. After any of them the all-reduce is
+    `broken`.
+    """
+
+    def __init__(self, handle: TcpAllReduceHandle, rank: int) -> None:
+        self.handle = handle
+        self.rank = rank
+        self._listener: socket.socket | None = None
+        #: Rank 0: each other rank's connection, by rank; rank r: its one to rank 0, as [0].
+        self._peers: dict[int, socket.socket] = {}
+        self._aborted = False
+        self._step = 0
+
+    @classmethod
+    def create(
+        cls, num_ranks: int, capacity: int, timeout_s: float, host: str = "127.0.0.1"
+    ) -> TcpAllReduce:
+        """Rank 0's all-reduce, listening on `host` (an address the other ranks reach)."""
+        if num_ranks < 1 or capacity < 1:
+            raise ValueError(f"all-reduce of {num_ranks} ranks x {capacity} numbers")
+        listener = socket.create_server((host, 0), backlog=max(num_ranks, 8))
+        port = listener.getsockname()[1]
+        handle = TcpAllReduceHandle(
+            host, port, secrets.token_bytes(16), num_ranks, capacity, timeout_s
+        )
+        allreduce = cls(handle, 0)
+        allreduce._listener = listener
+        return allreduce
+
+    @classmethod
+    def attach(cls, handle: TcpAllReduceHandle, rank: int) -> TcpAllReduce:
+        """Rank `rank`'s end: connected to rank 0, token and rank presented."""
+        connection = socket.create_connection((handle.host, handle.port), timeout=handle.timeout_s)
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection.sendall(_HELLO.pack(handle.token, rank))
+        allreduce = cls(handle, rank)
+        allreduce._peers[0] = connection
+        return allreduce
+
+    @property
+    def broken(self) -> bool:
+        return self._aborted
+
+    def mean(self, vector: np.ndarray) -> np.ndarray:
+        """The mean over the ranks of each rank's `vector` (see the class docstring)."""
+        size = vector.shape[0]
+        if size > self.handle.capacity:
+            raise ValueError(
+                f"all-reduce of {size} numbers: the block holds {self.handle.capacity}"
+            )
+        deadline = time.monotonic() + self.handle.timeout_s
+        step = self._step + 1
+        try:
+            if self._aborted:
+                raise OSError("aborted")
+            vector = np.ascontiguousarray(vector, dtype=np.float64)
+            if self.rank == 0:
+                mean = self._reduce(vector, step, deadline)
+            else:
+                connection = self._peers[0]
+                connection.sendall(_FRAME.pack(step, size) + vector.tobytes())
+                mean = self._receive(connection, step, size, deadline)
+        except TimeoutError:
+            self.abort()
+            raise AllReduceError(
+                f"learner {self.rank}: another learner did not reach the gradient all-reduce "
+                f"within {self.handle.timeout_s:g} s (it died, hung or failed)"
+            ) from None
+        except (OSError, EOFError, ValueError) as error:
+            self.abort()
+            raise AllReduceError(
+                f"learner {self.rank}: the gradient all-reduce was aborted (a learner failed "
+                f"or died: {error})"
+            ) from None
+        self._step = step
+        return mean
+
+    def _reduce(self, vector: np.ndarray, step: int, deadline: float) -> np.ndarray:
+        if len(self._peers) < self.handle.num_ranks - 1:
+            self._accept(deadline)
+        total = vector.copy()
+        for rank in range(1, self.handle.num_ranks):
+            total += self._receive(self._peers[rank], step, vector.shape[0], deadline)
+        mean = total / self.handle.num_ranks
+        frame = _FRAME.pack(step, mean.shape[0]) + mean.tobytes()
+        for rank in range(1, self.handle.num_ranks):
+            self._peers[rank].sendall(frame)
+        return mean
+
+    def _accept(self, deadline: float) -> None:
+        """Rank 0 takes the other ranks' connections (a connection without the token, or
+        naming a rank that is not expected, is closed)."""
+        listener = self._listener
+        if listener is None:
+            raise OSError("the all-reduce's listener is closed")
+        while len(self._peers) < self.handle.num_ranks - 1:
+            listener.settimeout(max(deadline - time.monotonic(), 1e-3))
+            connection, _ = listener.accept()
+            try:
+                # (a silent connection is given up on soon: it holds no rank's place)
+                connection.settimeout(min(max(deadline - time.monotonic(), 1e-3), 2.0))
+                token, rank = _HELLO.unpack(_read_exactly(connection, _HELLO.size))
+            except (OSError, EOFError, struct.error):
+                connection.close()
+                continue
+            if (
+                token != self.handle.token
+                or not 0 < rank < self.handle.num_ranks
+                or rank in self._peers
+            ):
+                connection.close()
+                continue
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._peers[rank] = connection
+
+    def _receive(
+        self, connection: socket.socket, step: int, size: int, deadline: float
+    ) -> np.ndarray:
+        connection.settimeout(max(deadline - time.monotonic(), 1e-3))
+        got_step, got_size = _FRAME.unpack(_read_exactly(connection, _FRAME.size))
+        if (got_step, got_size) != (step, size):
+            raise ValueError(
+                f"a learner sent step {got_step} of {got_size} numbers, not step {step} of {size}"
+            )
+        return np.frombuffer(_read_exactly(connection, 8 * size), dtype=np.float64).copy()
+
+    def abort(self) -> None:
+        """This rank's connections end: its own wait (in any thread) and every rank waiting on
+        it raise AllReduceError."""
+        self._aborted = True
+        sockets = list(self._peers.values())
+        if self._listener is not None:
+            sockets.append(self._listener)  # (wakes rank 0 waiting for a connection)
+        for each in sockets:
+            with contextlib.suppress(OSError):
+                each.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        """Closes every connection and rank 0's listener."""
+        self._aborted = True
+        for connection in list(self._peers.values()):
+            with contextlib.suppress(OSError):
+                connection.close()
+        self._peers.clear()
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+
+def _read_exactly(connection: socket.socket, size: int) -> bytes:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    got = 0
+    while got < size:
+        count = connection.recv_into(view[got:])
+        if count == 0:
+            raise EOFError("the connection ended")
+        got += count
+    return bytes(buffer)
+
+
+def attach(handle: AllReduceHandle | TcpAllReduceHandle, rank: int) -> Any:
+    """Rank `rank`'s end of the all-reduce that `handle` names (shared memory or TCP)."""
+    if isinstance(handle, TcpAllReduceHandle):
+        return TcpAllReduce.attach(handle, rank)
+    return SharedMemoryAllReduce.attach(handle, rank)
+
+
+__all__ = [
+    "AllReduceError",
+    "AllReduceHandle",
+    "SharedMemoryAllReduce",
+    "TcpAllReduce",
+    "TcpAllReduceHandle",
+    "attach",
+]

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from trainer.core.allreduce import SharedMemoryAllReduce
+from trainer.core.allreduce import SharedMemoryAllReduce, TcpAllReduce
 from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
@@ -118,7 +118,7 @@ class Learner(ABC):
     #: Data-parallel learners' all-reduce (`trainer.algorithms.data_parallel`): each gradient
     #: step applies the mean of the learners' gradients (and checks the mean loss); None: this
     #: learner steps on its own gradient.
-    gradient_allreduce: SharedMemoryAllReduce | None = None
+    gradient_allreduce: SharedMemoryAllReduce | TcpAllReduce | None = None
 
     def mean_over_learners(self, value: float) -> float:
         """`value`'s mean over the data-parallel learners (itself with one learner): what every

@@ -461,6 +461,10 @@ class ConfigBase:
                 given.pop(name, None)
         if self.uses_torch:  # a torch learner runs on the GPU it asks for
             given.pop("num_gpus_per_learner", None)
+        num_given = given.get("num_learners", getattr(self, "num_learners", 0))
+        if self.backend == "ray" and isinstance(num_given, int) and num_given >= 2:
+            if self.data_parallel_refusal() is None:  # learner actors take these resources
+                given.pop("custom_resources_per_learner", None)
         messages = []
         if "num_learners" in given and getattr(self, "algo_class", None) is not None:
             num_learners = given.pop("num_learners")
