@@ -232,6 +232,7 @@ def test_where_several_learners_do_not_run_the_setting_warns_why():
     with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for BC"):
         config.ignored_settings_warnings()
     config = _config("torch", 2).rl_module(model_config={"use_lstm": True})
+    config.algo_class = type("OneLearnerPPO", (PPO,), {"DATA_PARALLEL_LEARNERS": ("single-agent",)})
     with pytest.warns(IgnoredSettingWarning, match="recurrent"):
         config.ignored_settings_warnings()
 
@@ -547,6 +548,79 @@ def check_appo_learners(framework: str, backend: str) -> None:
         keys = ("module", "kl_coeff", "target") if framework == "numpy" else ("module",)
         first = pickle.dumps({k: states[0][k] for k in keys if k in states[0]})
         assert pickle.dumps({k: states[1][k] for k in keys if k in states[1]}) == first
+    finally:
+        algo.stop()
+
+
+def test_recurrent_ppo_learners_start_a_sliced_episode_from_its_state_and_stay_replicas():
+    from trainer.core.recurrent import chunk_state_in
+
+    pytest.importorskip("torch")
+    config = _config("torch", 2, train_batch_size=400, minibatch_size=100).rl_module(
+        model_config={"use_lstm": True, "max_seq_len": 10, "lstm_cell_size": 16}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = config.build()
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=400)
+        originals = {episode.id_: episode for episode in episodes}
+        rests = [
+            e
+            for num_shards in (2, 3, 4)
+            for shard in shard_episodes(list(episodes), num_shards)
+            for e in shard
+            if e.t_started > 0
+        ]
+        assert rests  # (an episode was sliced between the shards)
+        for rest in rests:  # its state_in is the state_out of the step before it
+            original = originals[rest.id_]
+            want = original.get_extra_model_outputs("state_out", rest.t_started - 1)
+            got = chunk_state_in(rest, None)
+            np.testing.assert_array_equal(_flat_weights(got), _flat_weights(want))
+        before = _flat_weights(algo.learner.get_state()["module"])
+        result = algo.train()
+        assert result["learners"]["default_policy"]["num_env_steps_trained"] >= 400
+        _replicas_equal(algo, keys=("module", "optimizer"))
+        assert np.abs(_flat_weights(algo.learner.get_state()["module"]) - before).max() > 1e-4
+    finally:
+        algo.stop()
+
+
+def test_recurrent_appo_learners_train_on_their_sequences_and_stay_replicas():
+    from trainer import APPOConfig
+
+    pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = (
+            APPOConfig()
+            .environment("CartPole-v1")
+            .framework("torch")
+            .env_runners(num_env_runners=1)
+            .learners(num_learners=2)
+            .rl_module(
+                model_config={
+                    "use_lstm": True,
+                    "max_seq_len": 10,
+                    "lstm_cell_size": 16,
+                    "fcnet_hiddens": [16],
+                }
+            )
+            .training(train_batch_size_per_learner=100)
+            .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=400)
+            .debugging(seed=3)
+            .build()
+        )
+    try:
+        before = _flat_weights(algo.learner.get_state()["module"])
+        for _ in range(3):
+            result = algo.train()
+        assert result["learners"]["default_policy"]["num_env_steps_trained"] == 200
+        with algo._learner_held():  # (the learner thread is between updates)
+            states = algo.learner_replicas.replica_states()
+        assert pickle.dumps(states[0]["module"]) == pickle.dumps(states[1]["module"])
+        assert np.abs(_flat_weights(states[0]["module"]) - before).max() > 1e-4
     finally:
         algo.stop()
 

@@ -174,7 +174,9 @@ def shard_episodes(episodes: list, num_shards: int) -> list[list]:
         else:
             shards[shortest].append(episode[:room])
             lengths[shortest] += room
-            pending[position] = episode[room:]
+            # (its rest keeps the step before it in its lookback: a recurrent module's state
+            # before the rest is that step's state_out)
+            pending[position] = episode.slice(slice(room, None), len_lookback_buffer=1)
     return shards
 
 

@@ -63,7 +63,10 @@ class LearnersSection(ConfigBase):
         if self.is_multi_agent and "multi-agent" not in kinds:
             return f"data-parallel learners train single-agent {name}; a multi-agent run trains on one learner"
         model = getattr(self, "model_config", None) or {}
-        if isinstance(model, dict) and (model.get("use_lstm") or model.get("use_attention")):
+        recurrent = isinstance(model, dict) and (
+            model.get("use_lstm") or model.get("use_attention")
+        )
+        if recurrent and "recurrent" not in kinds:
             # (a recurrent module's minibatches are whole sequences, not yet counted per
             # learner)
             return f"a recurrent module's {name} trains on one learner here"

@@ -100,7 +100,7 @@ class IMPALA(Algorithm):
     #: `training(learner_connector=...)` runs here: its pieces rewrite each train batch's
     #: episodes in the learner thread, before the learner makes its batch.
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
-    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent")
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent", "recurrent")
     #: The learner, or a learner per trained module (multi-agent).
     learner: Any
 
@@ -196,7 +196,9 @@ class IMPALA(Algorithm):
         the r-th run of each module's consecutive steps (a chunk cut there bootstraps from the
         observation after its piece, `take_steps`; a module with fewer steps than learners
         gives each all of them), every learner taking the minibatches the shortest shard's
-        plan gives, so that all step equally often."""
+        plan gives, so that all step equally often. A recurrent module's shards are the
+        learner's minibatches of those steps: each chunk's piece as sequences from the state
+        recorded before its first row."""
         replicas = self.learner_replicas
         assert replicas is not None and batch.arrays is not None
         count = replicas.num_learners
@@ -206,9 +208,9 @@ class IMPALA(Algorithm):
                 shards[module_id] = [arrays] * count
                 continue
             bounds = [arrays.num_steps * rank // count for rank in range(count + 1)]
-            shards[module_id] = [
-                take_steps(arrays, [(bounds[r], bounds[r + 1])]) for r in range(count)
-            ]
+            # (a recurrent module's learner cuts its pieces into sequences of their own)
+            cut = getattr(self._learner_of(module_id), "minibatch", take_steps)
+            shards[module_id] = [cut(arrays, [(bounds[r], bounds[r + 1])]) for r in range(count)]
         kwargs: dict[str, Any] = {"num_env_steps_sampled_lifetime": self._sampled_for_learner}
         shortest = {module_id: min(s.num_steps for s in each) for module_id, each in shards.items()}
         if isinstance(self.learner, MultiAgentLearner):

@@ -30,7 +30,7 @@ class PPO(Algorithm):
     #: `training(learner_connector=...)` runs here: its pieces rewrite the sampled episodes
     #: before the learner makes its batch (`trainer.algorithms.learner_pieces`).
     RUNS_LEARNER_CONNECTOR: ClassVar[bool] = True
-    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent")
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent", "recurrent")
 
     @classmethod
     def get_default_config(cls) -> PPOConfig:
