@@ -133,6 +133,17 @@ BENCHMARKS = (
         quick=("bench/scaling.py", "--learners", "1", "2", "--repeats", "1", "--batch", "4000"),
     ),
     Benchmark(
+        "learner_solve",
+        "learners to a solve: the main job's fast preset (seed 0) for PPO and SAC on "
+        "Pendulum-v1 and APPO on CartPole-v1, with 1 and 2 data-parallel learners (the train "
+        "batch split over them, RLlib's per-learner minibatches), seconds against one learner "
+        "in the same run",
+        ("bench/scaling.py", "--learners", "1", "2", "--solve"),
+        r"cores;|learners?:",
+        "printed: N learners' time to solve against one learner's",
+        worst_case_s=3600,
+    ),
+    Benchmark(
         "learner_scaling_many_cores",
         "`learner_scaling` on a machine of 8 cores or more: 1, 2, 4 and 8 data-parallel PPO "
         "learners against one",
