@@ -226,10 +226,10 @@ def test_several_learners_train_without_a_warning_and_stop_their_processes(frame
 
 
 def test_where_several_learners_do_not_run_the_setting_warns_why():
-    from trainer import BCConfig
+    from trainer import VPGConfig
 
-    config = BCConfig().environment("CartPole-v1").learners(num_learners=2)
-    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for BC"):
+    config = VPGConfig().environment("CartPole-v1").learners(num_learners=2)
+    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for VPG"):
         config.ignored_settings_warnings()
     config = _config("torch", 2).rl_module(model_config={"use_lstm": True})
     config.algo_class = type("OneLearnerPPO", (PPO,), {"DATA_PARALLEL_LEARNERS": ("single-agent",)})
@@ -699,3 +699,117 @@ def test_the_learner_group_reaches_every_learner():
         assert len(single.learner_group) == 0 and single.learner_group.is_local
     finally:
         single.stop()
+
+
+# -- offline: BC, MARWIL, CQL and IQL, each learner on its rows of the recorded batch --------
+@pytest.fixture(scope="module")
+def recorded_data(tmp_path_factory):
+    """Recorded CartPole steps (a hand-written controller's) and Pendulum steps."""
+    import pyarrow.parquet as pq
+    from test_cql import _pendulum_table
+    from test_offline import _expert_table
+
+    folder = tmp_path_factory.mktemp("recorded")
+    (folder / "cartpole").mkdir()
+    (folder / "pendulum").mkdir()
+    pq.write_table(_expert_table(2000), folder / "cartpole" / "steps.parquet")
+    pq.write_table(_pendulum_table(5, 0.3), folder / "pendulum" / "steps.parquet")
+    return folder
+
+
+def _offline_learners_config(name: str, framework: str, num_learners: int, data):
+    from trainer import BCConfig, CQLConfig, IQLConfig, MARWILConfig
+
+    config_class, env = {
+        "BC": (BCConfig, "CartPole-v1"),
+        "MARWIL": (MARWILConfig, "CartPole-v1"),
+        "CQL": (CQLConfig, "Pendulum-v1"),
+        "IQL": (IQLConfig, "Pendulum-v1"),
+    }[name]
+    folder = data / ("cartpole" if env == "CartPole-v1" else "pendulum")
+    config = (
+        config_class()
+        .environment(env)
+        .framework(framework)
+        .offline_data(input_=f"local://{folder}", dataset_num_iters_per_learner=2)
+        .learners(num_learners=num_learners)
+        .training(train_batch_size_per_learner=64)
+        .rl_module(model_config={"fcnet_hiddens": [32]})
+        .reporting(min_time_s_per_iteration=0)
+        .debugging(seed=4)
+    )
+    if name == "MARWIL":
+        config = config.training(moving_average_sqd_adv_norm_update_rate=0.1)
+    if name == "CQL":
+        config = config.training(bc_iters=2, num_actions=4)
+    return config
+
+
+def test_offline_learners_give_the_weights_of_averaged_gradients_over_their_rows(recorded_data):
+    from trainer.algorithms.data_parallel import shard_rows
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = _offline_learners_config("MARWIL", "numpy", 2, recorded_data).build()
+    try:
+        result = algo.train()
+        assert result["num_env_steps_sampled_lifetime"] == 2 * 64  # RLlib's: x num_learners
+        trained = result["learners"]["__all_modules__"]["num_env_steps_trained"]
+        assert trained == 2 * 2 * 64
+        _replicas_equal(algo, keys=("module", "optimizer", "moving_average_sqd_adv_norm"))
+        batch = algo.offline_data.sample(128)
+        state = pickle.loads(pickle.dumps(algo.learner.get_state()))
+        algo.learner_replicas.new_round()
+        algo.update_learners_on_batch(batch, num_env_steps_sampled_lifetime=128)
+        got = algo.learner.get_state()
+        # The reference: two copies, each on its rows, stepping on the mean gradient, the
+        # moving average the mean of theirs.
+        learners = []
+        for _ in range(2):
+            learner = type(algo).learner_for(algo.config, spaces_of(algo.env_runner_group))
+            learner.set_state(copy.deepcopy(state))
+            learners.append(learner)
+        parts = []
+        for learner, shard in zip(learners, shard_rows(batch, 2), strict=True):
+            stats = learner.loss_and_grads(shard)
+            gradient = learner.module.gradient_buffer()[0].astype(np.float64)
+            parts.append((gradient, stats["total_loss"], learner.moving_average_sqd_adv_norm))
+        for learner in learners:
+            learner.moving_average_sqd_adv_norm = sum(p[2] for p in parts) / 2
+            learner.module.gradient_buffer()[0][:] = sum(p[0] for p in parts) / 2
+            learner.apply_gradients(sum(p[1] for p in parts) / 2)
+        want = learners[0].get_state()
+        assert got["moving_average_sqd_adv_norm"] == pytest.approx(
+            want["moving_average_sqd_adv_norm"], rel=1e-12
+        )
+        assert got["moving_average_sqd_adv_norm"] != state["moving_average_sqd_adv_norm"]
+        np.testing.assert_allclose(
+            _flat_weights(got["module"]), _flat_weights(want["module"]), rtol=1e-5, atol=1e-7
+        )
+        assert np.abs(_flat_weights(got["module"]) - _flat_weights(state["module"])).max() > 1e-5
+        _replicas_equal(algo, keys=("module", "optimizer", "moving_average_sqd_adv_norm"))
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize(
+    ("name", "framework"),
+    [("BC", "torch"), ("CQL", "numpy"), ("CQL", "torch"), ("IQL", "numpy"), ("IQL", "torch")],
+)
+def test_offline_learners_stay_replicas(recorded_data, name, framework):
+    if framework == "torch":
+        pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = _offline_learners_config(name, framework, 2, recorded_data).build()
+    try:
+        before = _flat_weights(algo.learner.get_state()["module"])
+        for _ in range(2):
+            result = algo.train()
+        trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        assert trained == 2 * 2 * 2 * 64  # iterations x updates x learners x rows
+        states = algo.learner_replicas.replica_states()
+        assert pickle.dumps(states[0]["module"]) == pickle.dumps(states[1]["module"])
+        assert np.abs(_flat_weights(states[0]["module"]) - before).max() > 1e-5
+    finally:
+        algo.stop()

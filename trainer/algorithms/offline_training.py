@@ -6,17 +6,19 @@ One training step:
 1. read: `dataset_num_iters_per_learner` batches of `train_batch_size_per_learner` recorded
    transitions (`trainer.offline.OfflineData`: streamed from the files, shuffled);
 2. update: one step of the learner per batch (`learner.update(batch, ...)`, the algorithm's
-   own loss);
+   own loss); with data-parallel learners (`learners(num_learners=N)`, N >= 2) each batch is
+   N x `train_batch_size_per_learner` transitions and learner r steps on the r-th block of
+   them, on the mean of the N gradients (`Algorithm.update_learners_on_batch`);
 3. sync: the new weights to the EnvRunners, which only evaluate (`evaluation(...)`).
 
-As RLlib's, a step counts `train_batch_size_per_learner` env steps "sampled" (read) under
-`num_env_steps_sampled_lifetime`, and the learners' counters under
+As RLlib's, a step counts `train_batch_size_per_learner` x max(1, N) env steps "sampled"
+(read) under `num_env_steps_sampled_lifetime`, and the learners' counters under
 `learners/__all_modules__/`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.offline_evaluation import OfflineEvaluation
@@ -50,6 +52,7 @@ class OfflineAlgorithm(Algorithm):
     #: The algorithm's learner: `update(batch, num_env_steps_sampled_lifetime=...)` returns its
     #: statistics.
     learner: Any
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
 
     def setup_learner(self) -> None:
         super().setup_learner()
@@ -63,7 +66,8 @@ class OfflineAlgorithm(Algorithm):
     def training_step(self) -> None:
         """Read, update, sync (see the module docstring); logs under RLlib's keys."""
         config, metrics = self.config, self.metrics
-        rows = config.train_batch_size_per_learner
+        replicas = self.learner_replicas
+        rows = config.train_batch_size_per_learner * (replicas.num_learners if replicas else 1)
         iterations = config.dataset_num_iters_per_learner or 1
         metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, rows, reduce="lifetime_sum")
         results: dict[str, Any] = {}
@@ -76,8 +80,9 @@ class OfflineAlgorithm(Algorithm):
                 with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
                     batch = self.offline_data.sample(rows)
                 with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-                    results = self.learner.update(
-                        batch, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
+                    sampled = self.num_env_steps_sampled_lifetime
+                    results = self.update_learners_on_batch(
+                        batch, num_env_steps_sampled_lifetime=sampled
                     )
                 trained += len(batch["rewards"])
         # (the per-row TD errors feed a prioritized buffer; offline there is none)

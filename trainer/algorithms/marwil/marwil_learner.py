@@ -7,7 +7,7 @@ is `MovingAverageState` (here, the torch learner's too).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -38,6 +38,13 @@ class MovingAverageState:
 
     def set_extra_state(self, state: dict) -> None:
         self.moving_average_sqd_adv_norm = float(state["moving_average_sqd_adv_norm"])
+
+    def agree_on_moving_average(self) -> None:
+        """After an update's loss: the moving average becomes its mean over the data-parallel
+        learners, each of which moved it on its own shard (unchanged with one learner), so
+        that the replicas stay equal."""
+        mean_over_learners = cast(Any, self).mean_over_learners
+        self.moving_average_sqd_adv_norm = mean_over_learners(self.moving_average_sqd_adv_norm)
 
 
 class MARWILLearner(MovingAverageState, NumpyLearner):
@@ -99,6 +106,7 @@ class MARWILLearner(MovingAverageState, NumpyLearner):
         rows trained."""
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         stats = self.loss_and_grads(batch)
+        self.agree_on_moving_average()
         stats["gradients_default_optimizer_global_norm"] = self.apply_gradients(stats["total_loss"])
         stats[DEFAULT_OPTIMIZER_LR_KEY] = self.optimizer.lr
         stats["num_module_steps_trained"] = len(batch[C.OBS])

@@ -71,6 +71,7 @@ class MARWILTorchLearner(MovingAverageState, TorchLearner):
             self.metrics.reset()
             self.apply_lr_schedule(num_env_steps_sampled_lifetime)
             stats = self.update_from_batch(batch)
+            self.agree_on_moving_average()
         stats.update(self.update_results())
         stats[DEFAULT_OPTIMIZER_LR_KEY] = self.current_lr
         stats["num_module_steps_trained"] = len(batch[C.OBS])
