@@ -226,10 +226,12 @@ def test_several_learners_train_without_a_warning_and_stop_their_processes(frame
 
 
 def test_where_several_learners_do_not_run_the_setting_warns_why():
-    from trainer import VPGConfig
-
-    config = VPGConfig().environment("CartPole-v1").learners(num_learners=2)
-    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for VPG"):
+    config = _config("numpy", 2)
+    config.algo_class = type("OneLearnerPPO", (PPO,), {"DATA_PARALLEL_LEARNERS": ()})
+    with pytest.warns(IgnoredSettingWarning, match="num_learners=2.*not built for OneLearnerPPO"):
+        config.ignored_settings_warnings()
+    config = _config("torch", 2).learners(num_gpus_per_learner=1)
+    with pytest.warns(IgnoredSettingWarning, match="run on the CPU here"):
         config.ignored_settings_warnings()
     config = _config("torch", 2).rl_module(model_config={"use_lstm": True})
     config.algo_class = type("OneLearnerPPO", (PPO,), {"DATA_PARALLEL_LEARNERS": ("single-agent",)})
@@ -813,3 +815,71 @@ def test_offline_learners_stay_replicas(recorded_data, name, framework):
         assert np.abs(_flat_weights(states[0]["module"]) - before).max() > 1e-5
     finally:
         algo.stop()
+
+
+# -- DreamerV3: each learner on batch_size_B / N of the replayed sequences ---------------------
+def test_dreamerv3_learners_split_the_replayed_sequences_and_stay_replicas():
+    pytest.importorskip("torch")
+    from trainer import DreamerV3Config
+    from trainer.algorithms.algorithm_config import ConfigError
+
+    config = (
+        DreamerV3Config()
+        .environment("CartPole-v1")
+        .framework("torch")
+        .learners(num_learners=2)
+        .training(
+            model_size="nano", batch_size_B=4, batch_length_T=8, horizon_H=5, training_ratio=32
+        )
+        .debugging(seed=0)
+    )
+    assert config.batch_size_B_per_learner == 2  # RLlib's: batch_size_B is the total
+    with pytest.raises(ConfigError, match="batch_size_B=4 must be a multiple of num_learners=3"):
+        copy.deepcopy(config).learners(num_learners=3).validate()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = config.build()
+    try:
+        before = _flat_weights(algo.learner.get_state()["module"])
+        for _ in range(2):
+            algo.train()
+        states = algo.learner_replicas.replica_states()
+        # (the return percentiles' EMAs too: each learner moves them by the learners' mean)
+        assert pickle.dumps(states[0]["module"]) == pickle.dumps(states[1]["module"])
+        assert np.nanmax(np.abs(_flat_weights(states[0]["module"]) - before)) > 1e-6
+    finally:
+        algo.stop()
+
+
+# -- VPG: each learner on its share of the whole episodes --------------------------------------
+def test_vpg_learners_update_on_whole_episodes_and_stay_replicas():
+    pytest.importorskip("torch")
+    from trainer import VPGConfig
+    from trainer.algorithms.data_parallel import shard_whole_episodes
+
+    config = (
+        VPGConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .learners(num_learners=2)
+        .training(num_episodes_per_train_batch=6, lr=0.0005)
+        .debugging(seed=2)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredSettingWarning)
+        algo = config.build()
+    try:
+        before = _flat_weights(algo.learner.get_state()["module"])
+        result = algo.train()
+        stats = result["learners"]["default_policy"]
+        assert stats["num_env_steps_trained"] == result["env_runners"]["num_env_steps_sampled"]
+        states = algo.learner_replicas.replica_states()
+        assert pickle.dumps(states[0]["module"]) == pickle.dumps(states[1]["module"])
+        assert np.abs(_flat_weights(states[0]["module"]) - before).max() > 1e-6
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=300)
+    finally:
+        algo.stop()
+    complete = [episode for episode in episodes if episode.is_done]
+    shards = shard_whole_episodes(complete, 2)
+    assert sorted(id(e) for shard in shards for e in shard) == sorted(id(e) for e in complete)
+    assert shard_whole_episodes(complete[:1], 2) == [complete[:1], complete[:1]]

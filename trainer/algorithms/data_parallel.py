@@ -180,6 +180,22 @@ def shard_episodes(episodes: list, num_shards: int) -> list[list]:
     return shards
 
 
+def shard_whole_episodes(episodes: list, num_shards: int) -> list[list]:
+    """`num_shards` lists of whole episodes (for a loss that needs complete episodes, such as
+    one on returns-to-go), each next episode, longest first, into the list with the fewest
+    steps; with fewer episodes than shards, every shard holds all of them (the mean of equal
+    gradients is the gradient)."""
+    if len(episodes) < num_shards:
+        return [list(episodes) for _ in range(num_shards)]
+    shards: list[list] = [[] for _ in range(num_shards)]
+    lengths = [0] * num_shards
+    for episode in sorted(episodes, key=len, reverse=True):
+        shortest = lengths.index(min(lengths))
+        shards[shortest].append(episode)
+        lengths[shortest] += len(episode)
+    return shards
+
+
 def num_total_minibatches(steps: int, num_shards: int, minibatch_size: int, num_epochs: int) -> int:
     """RLlib's: the minibatch steps every learner takes on its shard."""
     return int((num_epochs * steps) / (num_shards * minibatch_size))

@@ -551,8 +551,9 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "env_runners(backend='ray'): Ray actors on the cluster's nodes); each step's "
         "gradients are averaged through shared memory (Ray actors: over TCP to learner 0) "
         "(trainer/algorithms/data_parallel.py; "
-        "PPO, SAC, TQC, DQN, APPO, IMPALA, BC, MARWIL, CQL and IQL; other algorithms warn "
-        "and train on one "
+        "PPO, SAC, TQC, DQN, APPO, IMPALA, DreamerV3, BC, MARWIL, CQL, IQL and RLlib's "
+        "example custom algorithm; "
+        "multi-agent offline runs and GPU learners warn and train on one "
         "learner; tests/test_ray_cluster.py::test_learner_actors_give_the_weights_of_"
         "averaged_gradients). Multi-agent "
         "PPO shards each module's episode chunks on their own, not whole multi-agent episodes",

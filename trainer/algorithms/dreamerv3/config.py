@@ -298,7 +298,10 @@ class DreamerV3Config(AlgorithmConfig):
 
     @property
     def batch_size_B_per_learner(self) -> int:
-        """`batch_size_B` per learner: all of it (there is one learner here)."""
+        """`batch_size_B` per learner (RLlib's): `batch_size_B` is the total over the
+        learners, split evenly over data-parallel ones."""
+        if self.num_learners > 1 and self.data_parallel_refusal() is None:
+            return self.batch_size_B // self.num_learners
         return self.batch_size_B
 
     def validate(self) -> None:
@@ -312,6 +315,16 @@ class DreamerV3Config(AlgorithmConfig):
             raise ConfigError(
                 f"{name}: framework={self.framework_str!r}: DreamerV3 runs on torch only "
                 "(framework('torch'))"
+            )
+        if (
+            self.num_learners > 1
+            and self.data_parallel_refusal() is None
+            and self.batch_size_B % self.num_learners
+        ):
+            raise ConfigError(
+                f"{name}: batch_size_B={self.batch_size_B} must be a multiple of "
+                f"num_learners={self.num_learners}: each learner trains on batch_size_B / "
+                "num_learners of the replayed sequences (RLlib's rule)"
             )
         if self.train_actor and not self.train_critic:
             raise ConfigError(

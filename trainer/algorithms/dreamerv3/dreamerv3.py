@@ -22,7 +22,7 @@ checkpoints (it is the data the next updates draw from).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -58,6 +58,8 @@ class DreamerV3(Algorithm):
     learner: Any
     #: RLlib's names: the buffer of the sampled episodes.
     replay_buffer: EpisodeReplayBuffer
+    #: N >= 2 learners each train on batch_size_B / N of each replayed batch's sequences.
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
 
     @classmethod
     def get_default_config(cls) -> DreamerV3Config:
@@ -127,8 +129,10 @@ class DreamerV3(Algorithm):
                 sample = buffer.sample(
                     batch_size_B=config.batch_size_B, batch_length_T=config.batch_length_T
                 )
-                with self.learner.update_threads():
-                    results = self.learner.update(sample, num_env_steps_sampled_lifetime=sampled)
+                with self.learner.update_threads():  # (N >= 2: each learner on B / N rows)
+                    results = self.update_learners_on_batch(
+                        sample, num_env_steps_sampled_lifetime=sampled
+                    )
             replayed += batch_steps
             self._num_env_steps_trained += batch_steps
             self._log_learner_results(results)

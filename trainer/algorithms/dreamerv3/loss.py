@@ -33,6 +33,7 @@ averaged over t = 0..H-1 and the BxT starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
@@ -139,13 +140,17 @@ def scaled_advantages(
     values: torch.Tensor,
     actor: Any,
     decay: float,
+    mean: Callable[[float], float] | None = None,
 ) -> torch.Tensor:
     """(R^lambda - v) / max(1e-8, S) with S from the EMAs of the returns' 5th and 95th
     percentiles, which are updated here (in the actor's `ema_value_target_pct5` /
-    `ema_value_target_pct95`; a NaN EMA starts at the batch's percentile)."""
+    `ema_value_target_pct95`; a NaN EMA starts at the batch's percentile). `mean`: each
+    percentile's mean over data-parallel learners (None: this batch's own)."""
     for name, quantile in (("ema_value_target_pct5", 0.05), ("ema_value_target_pct95", 0.95)):
         ema = getattr(actor, name)
         per = torch.quantile(R_lambda.detach(), quantile)
+        if mean is not None:
+            per = torch.tensor(mean(float(per)), dtype=per.dtype, device=per.device)
         ema.data = torch.where(torch.isnan(ema), per, decay * ema + (1.0 - decay) * per)
     offset = actor.ema_value_target_pct5
     S = torch.clamp(actor.ema_value_target_pct95 - offset, min=1e-8)

@@ -175,6 +175,9 @@ class DreamerV3TorchLearner(OwnGenerator, TorchLearner):
                 dream_data["values_dreamed_t0_to_H_BxT"][:-1],
                 module.actor,
                 config.return_normalization_decay,
+                # (data-parallel learners: the percentiles' mean over them, so that every
+                # replica moves its EMAs alike)
+                mean=None if self.gradient_allreduce is None else self.mean_over_learners,
             )
             actor = actor_loss(dream_data, A, module.actor, config.entropy_scale)
             stats.update(actor.stats)

@@ -8,7 +8,9 @@ One training step:
    episodes with the current policy pi_theta (in parallel; the local EnvRunner when there are
    no remote ones), and returns them with its metrics;
 2. update: the learner (`VPGTorchLearner`) takes one gradient step on
-   -mean_t [ log pi_theta(a_t | s_t) * G_t ] over those episodes (`loss.py`);
+   -mean_t [ log pi_theta(a_t | s_t) * G_t ] over those episodes (`loss.py`); with N >= 2
+   data-parallel learners each takes it on its share of the whole episodes
+   (`shard_whole_episodes`: G_t needs every later reward), on the mean of their gradients;
 3. sync: the new weights go to every EnvRunner.
 
 The learner and the modules are built by `Algorithm.setup_learner` from the classes `VPGConfig`
@@ -17,7 +19,10 @@ declares.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from trainer.algorithms.algorithm import Algorithm
+from trainer.algorithms.data_parallel import shard_whole_episodes
 from trainer.algorithms.vpg.config import VPGConfig
 from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID
@@ -41,6 +46,8 @@ class VPG(Algorithm):
     config: VPGConfig
     #: A `VPGTorchLearner` (or the config's learner_class).
     learner: Learner
+    #: N >= 2 learners each update on their share of the sampled whole episodes.
+    DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent", "multi-agent")
 
     @classmethod
     def get_default_config(cls) -> VPGConfig:
@@ -62,9 +69,19 @@ class VPG(Algorithm):
         metrics.log_value(EPISODE_TIMESTEPS_EMA_KEY, env_steps, ema_coeff=0.1)
         # 2. One policy-gradient update on them.
         with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            learner_results = self.learner.update(
-                episodes, num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime
-            )
+            sampled = self.num_env_steps_sampled_lifetime
+            replicas = self.learner_replicas
+            if replicas is not None:  # each learner on its share of the whole episodes
+                learner_results = replicas.run_calls(
+                    [
+                        ("update", (shard,), {"num_env_steps_sampled_lifetime": sampled})
+                        for shard in shard_whole_episodes(episodes, replicas.num_learners)
+                    ]
+                )
+            else:
+                learner_results = self.learner.update(
+                    episodes, num_env_steps_sampled_lifetime=sampled
+                )
         if self.config.is_multi_agent:  # (already by module id, and ALL_MODULES)
             metrics.log_dict(learner_results, key=LEARNER_RESULTS, window=1)
         else:
