@@ -443,13 +443,39 @@ def check_off_policy_averaged_gradients(name: str, backend: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["SAC", "DQN"])
-def test_off_policy_learners_on_torch_stay_replicas(name):
+def test_off_policy_learners_on_torch_give_the_weights_of_one_process(name):
     pytest.importorskip("torch")
-    algo = _off_policy_config(name, "torch", 2).build()
+    check_off_policy_torch_weights(name, "processes")
+
+
+def check_off_policy_torch_weights(name: str, backend: str) -> None:
+    """SAC's or DQN's 2 torch learners (on `backend`) stay replicas through training and give
+    the weights of the same calls in one process."""
+    from trainer.algorithms.replay import sample_train_batch
+
+    algo = _off_policy_config(name, "torch", 2, backend).build()
     try:
         for _ in range(2):
             result = algo.train()
         assert result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"] > 0
+        _replicas_equal(algo, keys=("module",))
+        config = algo.config
+        batch = sample_train_batch(
+            algo.local_replay_buffer,
+            config.total_train_batch_size,
+            n_step=config.n_step,
+            gamma=config.gamma,
+            beta=config.replay_buffer_config.get("beta"),
+        )
+        recorded = _recording_calls(algo)
+        algo.learner_replicas.new_round()
+        sampled = algo.num_env_steps_sampled_lifetime
+        algo.update_learners_on_batch(batch, num_env_steps_sampled_lifetime=sampled)
+        got = algo.learner.get_state()
+        (state, calls), *_ = recorded
+        want = _threaded_reference(algo, state, calls)
+        assert np.abs(_flat_weights(got["module"]) - _flat_weights(state["module"])).max() > 1e-7
+        _states_close(got, want, ("module",))
         _replicas_equal(algo, keys=("module",))
     finally:
         algo.stop()
@@ -507,6 +533,158 @@ def check_multi_agent_learners(backend: str) -> None:
         )
         algo.train()
         _module_replicas_equal(algo, ("p0", "p1", "p2"))
+    finally:
+        algo.stop()
+
+
+# -- the reference of any learner: N learners in this process, one thread each ---------------
+class _TakingTurns:
+    """A thread's end of the reference's all-reduce: the threads take turns between the
+    all-reduces (`turn` held), so that a learner that draws from torch's global generator
+    (swapped to its own state for the update: SAC's, DreamerV3's) draws alone."""
+
+    def __init__(self, end, turn) -> None:
+        self.end, self.turn = end, turn
+
+    def mean(self, vector):
+        self.turn.release()
+        try:
+            return self.end.mean(vector)
+        finally:
+            self.turn.acquire()
+
+    def __getattr__(self, name):
+        return getattr(self.end, name)
+
+
+def _threaded_reference(algo, state: dict, calls: list) -> dict:
+    """N learners built as the algorithm builds its learner, each holding `state`, in threads
+    of this process around one in-process all-reduce; learner r runs `calls[r]` (a method's
+    name, its arguments, its keywords: what the algorithm gave its learners). Learner 0's
+    state after (its weights; a generator state may be another learner's)."""
+    import threading
+
+    from trainer.algorithms.data_parallel import attach_allreduce
+    from trainer.algorithms.learner_group import call_build_hooks
+    from trainer.core.allreduce import SharedMemoryAllReduce, attach
+
+    spaces = spaces_of(algo.env_runner_group)
+    learners = []
+    for _ in calls:
+        learner = type(algo).learner_for(algo.config, spaces)
+        call_build_hooks(learner)
+        learner.set_state(copy.deepcopy(state))
+        learners.append(learner)
+    first = SharedMemoryAllReduce.create(len(calls), 1 << 20, 60.0)
+    ends = [first] + [attach(first.handle, rank) for rank in range(1, len(calls))]
+    errors: list = []
+    turn = threading.Lock()
+
+    def run(rank: int) -> None:
+        method, args, kwargs = calls[rank]
+        try:
+            with turn:
+                getattr(learners[rank], method)(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+            ends[rank].abort()
+
+    try:
+        for learner, end in zip(learners, ends, strict=True):
+            attach_allreduce(learner, _TakingTurns(end, turn))
+        threads = [threading.Thread(target=run, args=(r,)) for r in range(len(calls))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not errors, errors
+        return learners[0].get_state()
+    finally:
+        for end in reversed(ends):
+            end.close()
+
+
+def _recording_calls(algo) -> list:
+    """Every `run_calls` of the algorithm's learners from now on, as (learner 0's state
+    before, the calls)."""
+    replicas = algo.learner_replicas
+    recorded: list = []
+    original = replicas.run_calls
+
+    def run_calls(calls, **kwargs):
+        before = pickle.loads(pickle.dumps(replicas.learner.get_state()))
+        recorded.append((before, copy.deepcopy(calls)))
+        return original(calls, **kwargs)
+
+    replicas.run_calls = run_calls
+    return recorded
+
+
+def _states_close(got: dict, want: dict, keys) -> None:
+    for key in keys:
+        np.testing.assert_allclose(
+            _flat_weights(got[key]), _flat_weights(want[key]), rtol=1e-5, atol=1e-6
+        )
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_appo_learners_give_the_weights_of_one_process_averaging_their_shards(framework):
+    check_appo_weights(framework, "processes")
+
+
+def check_appo_weights(framework: str, backend: str) -> None:
+    """APPO's 2 learners (on `backend`) give the weights of the same calls in one process."""
+    from trainer import APPOConfig
+    from trainer.algorithms.impala.learner_thread import TrainBatch
+
+    if framework == "torch":
+        pytest.importorskip("torch")
+    algo = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .framework(framework)
+        .env_runners(num_env_runners=0, backend=backend)
+        .learners(num_learners=2)
+        .training(train_batch_size_per_learner=100, minibatch_size=50, num_epochs=2)
+        .debugging(seed=3)
+        .build()
+    )
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=200)
+        recorded = _recording_calls(algo)
+        with algo._learner_held():
+            algo._update_on(TrainBatch(list(episodes), sum(len(e) for e in episodes)))
+            got = algo.learner.get_state()
+        (state, calls), *_ = recorded
+        assert len(calls) == 2 and calls[0][1][0].num_steps == 100  # each learner its half
+        want = _threaded_reference(algo, state, calls)
+        assert np.abs(_flat_weights(got["module"]) - _flat_weights(state["module"])).max() > 1e-5
+        _states_close(got, want, ("module",))
+        _replicas_equal(algo, keys=("module",))
+    finally:
+        algo.stop()
+
+
+def test_multi_agent_ppo_learners_give_the_weights_of_one_process_averaging_their_shards():
+    check_multi_agent_ppo_weights("processes")
+
+
+def check_multi_agent_ppo_weights(backend: str) -> None:
+    """Multi-agent PPO's 2 learners (on `backend`) give the weights of the same calls in one
+    process."""
+    algo = _multi_agent_config(2, backend).build()
+    try:
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=600)
+        recorded = _recording_calls(algo)
+        algo.update_learners(list(episodes), num_env_steps_sampled_lifetime=600)
+        got = algo.learner.get_state()
+        (state, calls), *_ = recorded
+        want = _threaded_reference(algo, state, calls)
+        for module_id in ("p0", "p1"):
+            before = _flat_weights(state[module_id]["module"])
+            assert np.abs(_flat_weights(got[module_id]["module"]) - before).max() > 1e-5
+            _states_close(got[module_id], want[module_id], ("module",))
+        _module_replicas_equal(algo, ("p0", "p1"))
     finally:
         algo.stop()
 

@@ -23,9 +23,12 @@ from test_data_parallel_learners import (
     _config,
     _replicas_equal,
     check_appo_learners,
+    check_appo_weights,
     check_averaged_gradients,
     check_multi_agent_learners,
+    check_multi_agent_ppo_weights,
     check_off_policy_averaged_gradients,
+    check_off_policy_torch_weights,
 )
 from test_named_objects import Counter
 
@@ -190,11 +193,21 @@ def test_learner_actors_give_the_weights_of_averaged_gradients(cluster, framewor
 
 def test_sac_learner_actors_give_the_weights_of_averaged_gradients(cluster):
     check_off_policy_averaged_gradients("SAC", "ray")
+    check_off_policy_torch_weights("SAC", "ray")
 
 
 def test_appo_and_multi_agent_ppo_learner_actors_stay_replicas(cluster):
     check_appo_learners("numpy", "ray")
     check_multi_agent_learners("ray")
+
+
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_appo_learner_actors_give_the_weights_of_one_process(cluster, framework):
+    check_appo_weights(framework, "ray")
+
+
+def test_multi_agent_ppo_learner_actors_give_the_weights_of_one_process(cluster):
+    check_multi_agent_ppo_weights("ray")
 
 
 def test_learner_actors_spread_over_the_nodes_and_stop_leaves_none(cluster):
