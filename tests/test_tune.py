@@ -264,6 +264,40 @@ def test_ray_backend_runners_are_placed_in_the_trials_placement_group(tmp_path):
     assert results[0].metrics["runner_trial_ids"] == f"{trial_id} {trial_id}"
 
 
+class ReportLearnerActors(RLlibCallback):
+    """Puts how many learners trained, and whether their replicas are equal, into the
+    result."""
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        import pickle
+
+        states = algorithm.learner_replicas.replica_states()
+        result["num_learner_replicas"] = len(states)
+        first = pickle.dumps(states[0]["module"])
+        result["replicas_equal"] = all(pickle.dumps(s["module"]) == first for s in states)
+
+
+def test_ray_backend_learners_are_placed_in_the_trials_placement_group(tmp_path):
+    # The trial reserves all 4 CPUs (the main process's 1, RLlib's two learner bundles of 1.5):
+    # the learner actor (learner 1; learner 0 is the trial's own) must run in that group.
+    config = (
+        tiny_ppo()
+        .env_runners(backend="ray", num_env_runners=0)
+        .learners(num_learners=2, num_cpus_per_learner=1.5)
+        .callbacks(ReportLearnerActors)
+    )
+    bundles = tune.as_trainable(PPO).default_resource_request(config.to_dict()).bundles
+    assert bundles == [{"CPU": 1.0}, {"CPU": 1.5}, {"CPU": 1.5}]
+    results = tune.Tuner(
+        PPO,
+        param_space=config,
+        run_config=run_config(tmp_path, name="learners", stop={"training_iteration": 2}),
+    ).fit()
+    assert results.num_errors == 0, results.errors
+    assert results[0].metrics["num_learner_replicas"] == 2
+    assert results[0].metrics["replicas_equal"]
+
+
 def test_search_spaces_are_set_in_the_config_and_refused_by_a_plain_build():
     config = tiny_ppo(lr=tune.uniform(1e-4, 1e-3), gamma=tune.choice([0.9, 0.99]))
     assert config.search_settings().keys() == {"lr", "gamma"}

@@ -115,21 +115,37 @@ class AlgorithmTrainable(Trainable):
 def resource_request(config: Any) -> PlacementGroupFactory:
     """Tune's placement group for a trial of `config` (an AlgorithmConfig; RLlib's layout: a
     bundle for the main process holding the learner, then one per EnvRunner and evaluation
-    EnvRunner). Typed Any: RLlib's resource settings are attributes that
-    `trainer.compat.rllib_settings` adds to the config."""
+    EnvRunner; with data-parallel learners the main process's own bundle and one per
+    learner, as RLlib reserves for its learner actors). Typed Any: RLlib's resource settings
+    are attributes that `trainer.compat.rllib_settings` adds to the config."""
     if config.num_cpus_per_learner != "auto":
         learner_cpus = config.num_cpus_per_learner
     else:
         learner_cpus = 1 if not config.num_gpus_per_learner else 0
-    main = {
-        "CPU": max(learner_cpus, config.num_cpus_for_main_process),
-        "GPU": config.num_gpus_per_learner,
-        **(config.custom_resources_for_main_process or {}),
-    }
+    learners: list[dict[str, float]] = []
+    if config.num_learners > 1 and config.data_parallel_refusal() is None:
+        main = {
+            "CPU": config.num_cpus_for_main_process,
+            **(config.custom_resources_for_main_process or {}),
+        }
+        learners = [
+            {
+                "CPU": learner_cpus,
+                "GPU": config.num_gpus_per_learner,
+                **(config.custom_resources_per_learner or {}),
+            }
+        ] * config.num_learners
+    else:
+        main = {
+            "CPU": max(learner_cpus, config.num_cpus_for_main_process),
+            "GPU": config.num_gpus_per_learner,
+            **(config.custom_resources_for_main_process or {}),
+        }
     runners = [_runner_bundle(config)] * config.num_env_runners
     if config.evaluation_interval and config.evaluation_num_env_runners > 0:
         evaluation = config.get_evaluation_config_object()
         runners += [_runner_bundle(evaluation)] * config.evaluation_num_env_runners
+    runners += [{k: v for k, v in bundle.items() if v} for bundle in learners]
     if config.backend == "ray":
         return PlacementGroupFactory([main, *runners], strategy=config.placement_strategy)
     # Worker processes of the trial's actor: on its node, so one bundle holds them all (with
