@@ -120,6 +120,17 @@ class EnvContext(dict):
         )
 
 
+#: The modules of env families that register their gymnasium ids when imported, and how to
+#: install each: (this project's extra, the package itself).
+ENV_FAMILY_PACKAGES = {
+    "ale_py": ("atari", "ale-py"),
+    "pettingzoo": ("pettingzoo", "pettingzoo"),
+}
+#: Gymnasium id prefixes whose family module registers them (RLlib's scripts write
+#: "ale_py:ALE/Pong-v5"; "ALE/Pong-v5" alone names the same env once ale_py is imported).
+ID_PREFIX_MODULES = {"ALE/": "ale_py"}
+
+
 class EnvCreator:
     """A picklable `(env_context) -> gymnasium.Env`, resolved from what the user configured."""
 
@@ -131,6 +142,12 @@ class EnvCreator:
 
     def _register_gym_id(self) -> None:
         if self.target not in gym.registry and self.gym_spec is not None:
+            entry_point = self.gym_spec.entry_point
+            family = entry_point.partition(".")[0] if isinstance(entry_point, str) else ""
+            if family in ENV_FAMILY_PACKAGES:  # (its module registers its own ids: ALE's)
+                importlib.import_module(family)
+                if self.target in gym.registry:
+                    return
             # Registered with gymnasium.register() in the user's script: repeat it here.
             gym.register(
                 **{k: v for k, v in vars(self.gym_spec).items() if k in _GYM_REGISTER_FIELDS}
@@ -193,6 +210,27 @@ _GYM_REGISTER_FIELDS = (
 )
 
 
+def install_hint(module: str) -> str:
+    """How to install the env family `module` belongs to ("" for another module)."""
+    family = ENV_FAMILY_PACKAGES.get(module.partition(".")[0])
+    if family is None:
+        return ""
+    extra, package = family
+    return f"; install it with pip install -e '.[{extra}]' (or pip install {package})"
+
+
+def _import_env_module(env: str, module: str) -> None:
+    """Imports the module that registers `env`'s gymnasium id (ValueError, with how to
+    install it, where it is missing)."""
+    try:
+        importlib.import_module(module)
+    except ImportError as error:
+        raise ValueError(
+            f"environment(env={env!r}): gymnasium imports {module!r} to make this env, "
+            f"and it is not installed ({error}){install_hint(module)}"
+        ) from None
+
+
 def env_description(env: Any) -> str:
     if isinstance(env, str):
         return repr(env)
@@ -210,15 +248,14 @@ def check_env_spec(env: Any) -> None:
     if isinstance(env, str):
         if env in _REGISTRY or env in gym.registry:
             return
+        for prefix, family in ID_PREFIX_MODULES.items():
+            if env.startswith(prefix):  # (its family's module registers it)
+                _import_env_module(env, family)
+                if env in gym.registry:
+                    return
         module, colon, env_id = env.partition(":")
         if colon and module and env_id:  # gymnasium's "module:EnvId": make() imports module
-            try:
-                importlib.import_module(module)
-            except ImportError as error:
-                raise ValueError(
-                    f"environment(env={env!r}): gymnasium imports {module!r} to make this env, "
-                    f"and it is not installed ({error})"
-                ) from None
+            _import_env_module(env, module)
             if env_id in gym.registry:
                 return
         known = list(_REGISTRY) + list(gym.registry)

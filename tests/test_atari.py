@@ -1,0 +1,83 @@
+"""Atari through ALE (`ale-py`, the `atari` extra; its ROMs ship in the wheel): RLlib's env ids
+with or without the "ale_py:" prefix, RLlib's Atari wrappers on a real game, a PPO update on
+its frames, and the one-line error naming the extra where ale-py is missing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from trainer import PPOConfig, register_env
+from trainer.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+ale_py = pytest.importorskip("ale_py", reason="needs ale-py (the atari extra)")
+
+
+def _pong(env_config) -> gym.Env:
+    return wrap_atari_for_new_api_stack(
+        gym.make("ale_py:ALE/Pong-v5", **env_config), dim=64, framestack=4
+    )
+
+
+def test_ale_ids_with_or_without_the_prefix_name_the_same_game():
+    for env in ("ale_py:ALE/Pong-v5", "ALE/Pong-v5"):
+        config = PPOConfig().environment(env)
+        config.validate()
+    assert PPOConfig().environment("ALE/Breakout-v5").env == "ALE/Breakout-v5"
+
+
+def test_ppo_trains_on_pong_frames_through_rllibs_wrapper():
+    pytest.importorskip("torch")
+    register_env("pong64", _pong)
+    algo = (
+        PPOConfig()
+        .environment("pong64")
+        .framework("torch")
+        .env_runners(num_env_runners=1)
+        .training(train_batch_size=256, minibatch_size=128, num_epochs=1)
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        spaces = algo.env_runner_group.get_spaces()
+        obs_space = spaces["default_policy"][0]
+        # RLlib's wrapper: grayscale 64x64 frames, 4 stacked, scaled to [-1, 1]
+        assert obs_space.shape == (64, 64, 4) and obs_space.dtype == np.float32
+        assert obs_space.low.min() == -1.0 and obs_space.high.max() == 1.0
+        before = algo.get_weights()
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled"] >= 256
+        after = algo.get_weights()
+        assert any(not np.array_equal(before[k], after[k]) for k in before)
+    finally:
+        algo.stop()
+
+
+def test_a_missing_ale_py_is_named_with_the_extra_that_installs_it():
+    # A fresh interpreter in which ale_py cannot be imported (as on a machine without it).
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["ale_py"] = None
+        from trainer import PPOConfig
+        for env in ("ale_py:ALE/Pong-v5", "ALE/Pong-v5"):
+            try:
+                PPOConfig().environment(env)
+            except Exception as error:
+                print(type(error).__name__, error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 2, done.stdout + done.stderr
+    for line in lines:
+        assert line.startswith("ConfigError")
+        assert "gymnasium imports 'ale_py' to make this env, and it is not installed" in line
+        assert "pip install -e '.[atari]' (or pip install ale-py)" in line
