@@ -1,7 +1,7 @@
 """The command line: `python -m trainer` or `localrl`, with the commands `train` (the default:
 `python -m trainer --stop-iters 5` is `python -m trainer train --stop-iters 5`), `evaluate`,
 `inspect`, `export` (a checkpoint's policy as ONNX or numpy weights), `record` (a
-checkpoint's policy as offline data), `settings`, `run` (an unmodified
+checkpoint's policy as offline data), `serve` (a checkpoint's policy over HTTP), `settings`, `run` (an unmodified
 RLlib script), `tune` (a Ray Tune search from a
 file) and `trust` (a checkpoint from another user or machine). One module per command; the run
 folder, progress display, stop criteria, Ctrl-C handling, config files, plots and videos each
@@ -20,7 +20,18 @@ import difflib
 import os
 import sys
 
-from trainer.cli import evaluate, export, inspect, record, run, settings, train, trust, tune
+from trainer.cli import (
+    evaluate,
+    export,
+    inspect,
+    record,
+    run,
+    serve,
+    settings,
+    train,
+    trust,
+    tune,
+)
 from trainer.cli.extras import MISSING_EXTRA_EXIT_STATUS, MissingExtra
 
 COMMANDS = {
@@ -29,6 +40,7 @@ COMMANDS = {
     "inspect": inspect,
     "export": export,
     "record": record,
+    "serve": serve,
     "settings": settings,
     "run": run,
     "tune": tune,
@@ -50,7 +62,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         epilog="Run a command with --help for its flags.",
     )
     commands = parser.add_subparsers(
-        dest="command", metavar="{train,evaluate,inspect,export,record,settings,run,tune,trust}"
+        dest="command",
+        metavar="{train,evaluate,inspect,export,record,serve,settings,run,tune,trust}",
     )
     return parser, {name: module.add_parser(commands) for name, module in COMMANDS.items()}
 
