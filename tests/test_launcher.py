@@ -606,15 +606,19 @@ def test_missing_names_import_and_refuse_when_used_with_name_capability_and_inst
     with pytest.raises(RLlibNotAvailable) as dm_control:
         DMCEnv("cartpole", "swingup")
     assert dm_control.value.capability == table.THIRD_PARTY_ENVS
-    # Atari's wrappers are ours (for envs with ALE's surface, localrl/TinyCatch-v0); ALE's
-    # games need ale_py, which gymnasium names when asked for one.
+    # Atari's wrappers are ours (on ALE's games with the atari extra, and on envs with ALE's
+    # surface, localrl/TinyCatch-v0); without ale_py, gymnasium names it when asked for a game.
     from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
 
     from trainer.env.wrappers import atari_wrappers
 
     assert wrap_atari_for_new_api_stack is atari_wrappers.wrap_atari_for_new_api_stack
-    with pytest.raises(ModuleNotFoundError, match="ale_py"):
-        gym.make("ale_py:ALE/Pong-v5")
+    if importlib.util.find_spec("ale_py") is None:
+        with pytest.raises(ModuleNotFoundError, match="ale_py"):
+            gym.make("ale_py:ALE/Pong-v5")
+    else:
+        wrapped = wrap_atari_for_new_api_stack(gym.make("ale_py:ALE/Pong-v5"), dim=42, framestack=4)
+        assert wrapped.observation_space.shape == (42, 42, 4)
 
 
 def test_rllib_numpy_utils_convert_torch_tensors_in_nested_structures(hook):
