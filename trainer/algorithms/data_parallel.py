@@ -67,8 +67,13 @@ from trainer.core.allreduce import AllReduceError, SharedMemoryAllReduce, TcpAll
 from trainer.core.allreduce import attach as join_allreduce
 from trainer.core.blas import BLAS_THREAD_VARS, user_sized_pools
 from trainer.errors import RemoteError
-from trainer.runners.ray_runner import connect
-from trainer.util.log import plain_text
+from trainer.runners.ray_runner import (
+    connect,
+    death_reason,
+    kill_actor,
+    resources_hint,
+    watched_actor_class,
+)
 
 #: How long a learner waits at a gradient all-reduce for the others (a step of RLlib's
 #: largest default networks takes seconds on a slow CPU; a dead learner is found by then).
@@ -360,20 +365,6 @@ class _LearnerActor:
         threading.Event().wait()
 
 
-_actor_class: Any = None
-
-
-def _remote_actor_class() -> Any:
-    global _actor_class
-    if _actor_class is None:
-        import ray
-
-        watch = ray.method(concurrency_group="watch")(_LearnerActor.watch)
-        cls = type("LearnerActor", (_LearnerActor,), {"watch": watch, "__module__": __name__})
-        _actor_class = ray.remote(concurrency_groups={"watch": 1})(cls)
-    return _actor_class
-
-
 # -- the link to a worker: a process and its pipe, or a Ray actor -----------------------------
 class _Gone(Exception):
     """The worker is gone (its process ended, its actor died): `detail` says how."""
@@ -446,7 +437,8 @@ class _RayLink:
     """A worker as a Ray actor, on any node of the cluster (`learner_actor_options`)."""
 
     def __init__(self, payload: bytes, options: dict) -> None:
-        self.actor = _remote_actor_class().options(**options).remote(payload)
+        actor_class = watched_actor_class(_LearnerActor, "LearnerActor")
+        self.actor = actor_class.options(**options).remote(payload)
         self._watch = self.actor.watch.remote()
         #: The calls sent and not yet read, oldest first.
         self._pending: list[Any] = [self.actor.started.remote()]
@@ -487,10 +479,7 @@ class _RayLink:
         try:
             ray.get(self._watch, timeout=0)
         except RayError as error:
-            lines = plain_text(str(error)).strip().splitlines()
-            return f"its Ray actor died: {type(error).__name__}" + (
-                f": {lines[0]}" if lines else ""
-            )
+            return f"its Ray actor died: {death_reason(error)}"
         except Exception:  # noqa: BLE001 - not ended yet (GetTimeoutError)
             pass
         return "its Ray actor is gone"
@@ -501,16 +490,9 @@ class _RayLink:
     def end(self) -> None:
         """Kills the actor and waits (bounded) until Ray has it dead, so that its resources are
         free for a replacement."""
-        import ray
-
-        if self._killed:
-            return
-        self._killed = True
-        try:
-            ray.kill(self.actor, no_restart=True)
-            ray.wait([self._watch], timeout=STOP_TIMEOUT_S)
-        except Exception:  # noqa: BLE001 - already gone, or Ray is shutting down
-            pass
+        if not self._killed:
+            self._killed = True
+            kill_actor(self.actor, self._watch, STOP_TIMEOUT_S)
 
 
 def learner_actor_options(config: Any) -> dict:
@@ -716,22 +698,8 @@ class DataParallelLearners:
         cluster has (an actor waiting for resources never starts, silently)."""
         if self.backend != "ray" or doing != "start":
             return ""
-        import ray
-
-        options = self._actor_options
-        asked = {
-            "CPU": options.get("num_cpus") or 0,
-            "GPU": options.get("num_gpus") or 0,
-            **options.get("resources", {}),
-        }
-        asked = {name: amount for name, amount in asked.items() if amount}
-        total, free = ray.cluster_resources(), ray.available_resources()
-        return (
-            f". Its Ray actor asked for {asked} and may have waited for them: the cluster has "
-            f"{ {name: total.get(name, 0) for name in asked} } in all, "
-            f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster more "
-            "resources or ask for fewer (num_learners, num_cpus_per_learner)"
-        )
+        hint = resources_hint(self._actor_options, "num_learners, num_cpus_per_learner")
+        return f". {hint}" if hint else ""
 
     def _receive(self, worker: _Worker, timeout_s: float, doing: str) -> Any:
         """The worker's answer: its value, or LearnerWorkerError (its error, its death, or no

@@ -98,18 +98,67 @@ class _EnvRunnerActor:
         threading.Event().wait()  # never returns: it fails when the actor dies
 
 
-_actor_class: Any = None
+#: The Ray actor classes made by `watched_actor_class`, by their base class.
+_actor_classes: dict[type, Any] = {}
 
 
-def _remote_actor_class() -> Any:
-    global _actor_class
-    if _actor_class is None:
+def watched_actor_class(base: Any, name: str) -> Any:
+    """`base` (a class with a `watch` method that never returns) as a Ray actor class named
+    `name`, its `watch` calls in a concurrency group of their own: a `watch` call in flight
+    fails at once when the actor dies. Made once per base class (Ray imported here)."""
+    actor_class = _actor_classes.get(base)
+    if actor_class is None:
         import ray
 
-        watch = ray.method(concurrency_group="watch")(_EnvRunnerActor.watch)
-        cls = type("EnvRunnerActor", (_EnvRunnerActor,), {"watch": watch, "__module__": __name__})
-        _actor_class = ray.remote(concurrency_groups={"watch": 1})(cls)
-    return _actor_class
+        watch = ray.method(concurrency_group="watch")(base.watch)
+        cls = type(name, (base,), {"watch": watch, "__module__": base.__module__})
+        actor_class = _actor_classes[base] = ray.remote(concurrency_groups={"watch": 1})(cls)
+    return actor_class
+
+
+def death_reason(error: BaseException) -> str:
+    """Ray's error for a dead actor as one line: its type and Ray's first line."""
+    lines = plain_text(str(error)).strip().splitlines()
+    return f"{type(error).__name__}{': ' + lines[0] if lines else ''}"
+
+
+def kill_actor(actor: Any, watch: Any, timeout_s: float) -> None:
+    """Kills `actor` and waits (at most `timeout_s`) until Ray has it dead, its `watch` call
+    failed: `ray.kill` goes through Ray's control plane and returns at once, while calls go to
+    the actor directly, so nothing runs on it after this and its resources are free for a
+    replacement. An actor already gone, or Ray shutting down, is no error."""
+    import ray
+
+    try:
+        ray.kill(actor, no_restart=True)
+        ray.wait([watch], timeout=timeout_s)
+    except Exception:  # noqa: BLE001 - already gone, or Ray is shutting down
+        pass
+
+
+def resources_hint(options: dict, settings: str) -> str:
+    """For an actor that never answered its first call: what it asked of the cluster (its
+    Ray `options`) and what the cluster has (an actor waiting for resources never starts,
+    silently); `settings`: the config's settings that ask for fewer. "" when Ray cannot say."""
+    import ray
+    from ray.exceptions import RayError
+
+    try:
+        total, free = ray.cluster_resources(), ray.available_resources()
+    except RayError:
+        return ""
+    asked = {
+        "CPU": options.get("num_cpus") or 0,
+        "GPU": options.get("num_gpus") or 0,
+        **options.get("resources", {}),
+    }
+    asked = {name: amount for name, amount in asked.items() if amount}
+    return (
+        f"Its Ray actor asked for {asked} and may have waited for them: the cluster has "
+        f"{ {name: total.get(name, 0) for name in asked} } in all, "
+        f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster "
+        f"more resources or ask for fewer ({settings})."
+    )
 
 
 class RayRunner(RunnerHandle):
@@ -122,7 +171,8 @@ class RayRunner(RunnerHandle):
         #: The Ray node the actor runs on (known from its `Init` reply).
         self.node_id: str | None = None
         self.options = options
-        self.actor = _remote_actor_class().options(**options).remote(worker_index, os.getpid())
+        actor_class = watched_actor_class(_EnvRunnerActor, "EnvRunnerActor")
+        self.actor = actor_class.options(**options).remote(worker_index, os.getpid())
         self._watch = self.actor.watch.remote()
         #: (request id, label, object ref) of each request sent and not yet read, oldest first.
         self._pending: deque[tuple[int, str, Any]] = deque()
@@ -180,10 +230,7 @@ class RayRunner(RunnerHandle):
     def _death_text(self, error: BaseException) -> str:
         """Where the actor ran and Ray's first line on why it died."""
         where = f" (pid {self.pid} on node {self.node_id})" if self.node_id else ""
-        reason = plain_text(str(error)).strip().splitlines()
-        return (
-            f"its Ray actor{where} died: {type(error).__name__}{': ' + reason[0] if reason else ''}"
-        )
+        return f"its Ray actor{where} died: {death_reason(error)}"
 
     def death_detail(self) -> str:
         import ray
@@ -200,33 +247,16 @@ class RayRunner(RunnerHandle):
     def timed_out(self, timeout: float) -> EnvRunnerTimeout:
         label = self._pending[0][1] if self._pending else "request"
         self._pending.clear()
-        hint = self._resources_hint() if label == "__init__" else ""
+        hint = (
+            resources_hint(
+                self.options,
+                "num_env_runners, evaluation_num_env_runners, num_cpus_per_env_runner",
+            )
+            if label == "__init__"
+            else ""
+        )
         self.kill()
         return EnvRunnerTimeout(self.worker_index, label, timeout, hint=hint)
-
-    def _resources_hint(self) -> str:
-        """For an actor that never answered its first request: what it asked of the cluster and
-        what the cluster has (an actor waiting for resources never starts, silently)."""
-        import ray
-        from ray.exceptions import RayError
-
-        try:
-            total, free = ray.cluster_resources(), ray.available_resources()
-        except RayError:
-            return ""
-        asked = {
-            "CPU": self.options.get("num_cpus") or 0,
-            "GPU": self.options.get("num_gpus") or 0,
-            **self.options.get("resources", {}),
-        }
-        asked = {name: amount for name, amount in asked.items() if amount}
-        return (
-            f"Its Ray actor asked for {asked} and may have waited for them: the cluster has "
-            f"{ {name: total.get(name, 0) for name in asked} } in all, "
-            f"{ {name: free.get(name, 0) for name in asked} } free now. Give the cluster "
-            "more resources or ask for fewer (num_env_runners, "
-            "evaluation_num_env_runners, num_cpus_per_env_runner)."
-        )
 
     def is_alive(self) -> bool:
         return not self._killed and not self._ready([self._watch])
@@ -235,19 +265,10 @@ class RayRunner(RunnerHandle):
         return None  # Ray does not say; the failure says the actor died
 
     def kill(self) -> None:
-        import ray
-
         self.healthy = False
         if not self._killed:
             self._killed = True
-            try:
-                ray.kill(self.actor, no_restart=True)
-                # ray.kill goes through Ray's control plane and returns at once, while calls go
-                # to the actor directly: wait until it is dead (its watch call fails), so that
-                # nothing runs on it after this and its resources are free for a replacement.
-                ray.wait([self._watch], timeout=KILL_WAIT_S)
-            except Exception:  # noqa: BLE001 - already gone, or Ray is shutting down
-                pass
+            kill_actor(self.actor, self._watch, KILL_WAIT_S)
 
     def stop(self, timeout: float = 2.0) -> None:
         import ray
