@@ -690,6 +690,24 @@ def check_multi_agent_ppo_weights(backend: str) -> None:
 
 
 # -- APPO and IMPALA: each learner on its run of the train batch's steps ---------------------
+def _train_until_updated(algo, module_ids=("default_policy",)) -> dict:
+    """Trains an APPO or IMPALA algorithm at least 3 and at most 10 iterations, until one of
+    `module_ids` reported an update of trained steps (asynchronous: an iteration may end
+    before the learner thread reports one). Each reporting module's largest
+    `num_env_steps_trained`."""
+    trained: dict = {}
+    for iteration in range(10):
+        result = algo.train()
+        for module_id in module_ids:
+            learner = result["learners"].get(module_id)
+            if learner:
+                steps = learner.get("num_env_steps_trained", 0)
+                trained[module_id] = max(trained.get(module_id, 0), steps)
+        if iteration >= 2 and any(trained.values()):
+            return trained
+    return trained
+
+
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_appo_learners_train_on_their_steps_and_stay_replicas(framework):
     check_appo_learners(framework, "processes")
@@ -716,15 +734,9 @@ def check_appo_learners(framework: str, backend: str) -> None:
             .build()
         )
     try:
-        trained = 0
-        # (asynchronous: an iteration may end before the learner thread reports an update)
-        for iteration in range(10):
-            result = algo.train()
-            learner = result["learners"].get("default_policy", {})
-            trained = max(trained, learner.get("num_env_steps_trained", 0))
-            if iteration >= 2 and trained:
-                break
-        assert trained == 200  # two learners' 100-step shards of each 200-step train batch
+        trained = _train_until_updated(algo)
+        # two learners' 100-step shards of each 200-step train batch
+        assert trained["default_policy"] == 200
         with algo._learner_held():  # (the learner thread is between updates)
             states = algo.learner_replicas.replica_states()
         keys = ("module", "kl_coeff", "target") if framework == "numpy" else ("module",)
@@ -796,14 +808,7 @@ def test_recurrent_appo_learners_train_on_their_sequences_and_stay_replicas():
         )
     try:
         before = _flat_weights(algo.learner.get_state()["module"])
-        trained = 0
-        for iteration in range(10):  # (asynchronous: as in check_appo_learners)
-            result = algo.train()
-            learner = result["learners"].get("default_policy", {})
-            trained = max(trained, learner.get("num_env_steps_trained", 0))
-            if iteration >= 2 and trained:
-                break
-        assert trained == 200
+        assert _train_until_updated(algo)["default_policy"] == 200
         with algo._learner_held():  # (the learner thread is between updates)
             states = algo.learner_replicas.replica_states()
         assert pickle.dumps(states[0]["module"]) == pickle.dumps(states[1]["module"])
@@ -859,13 +864,7 @@ def test_multi_agent_appo_learners_stay_replicas():
             .build()
         )
     try:
-        updated = False
-        for iteration in range(10):  # (asynchronous: as in check_appo_learners)
-            result = algo.train()
-            updated = updated or any(result["learners"].get(m) for m in ("p0", "p1"))
-            if iteration >= 2 and updated:
-                break
-        assert updated
+        assert _train_until_updated(algo, ("p0", "p1"))
         with algo._learner_held():  # (the learner thread is between updates)
             _module_replicas_equal(algo, ("p0", "p1"), keys=("module",))
     finally:

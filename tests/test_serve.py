@@ -86,19 +86,12 @@ def test_a_served_checkpoint_answers_batches_with_the_policys_actions(checkpoint
 
 
 def test_serve_refuses_a_bad_port_and_a_missing_checkpoint(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "trainer", "serve", str(tmp_path / "nothing"), "--port", "70000"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
-    assert done.returncode == 2 and "argument --port: 70000" in done.stderr
-    done = subprocess.run(
-        [sys.executable, "-m", "trainer", "serve", str(tmp_path / "nothing"), "--port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
-    assert done.returncode == 2 and "argument checkpoint" in done.stderr
+    for port, refusal in (("70000", "argument --port: 70000"), ("0", "argument checkpoint")):
+        done = subprocess.run(
+            [sys.executable, "-m", "trainer", "serve", str(tmp_path / "nothing"), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
+        assert done.returncode == 2 and refusal in done.stderr
