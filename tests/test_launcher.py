@@ -892,7 +892,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
             sys.executable,
             str(REPO / "bench" / "rllib_examples.py"),
             "--only",
-            "envs/env_connecting_to_rllib_w_tcp_client.py",
+            "_old_api_stack/centralized_critic.py",
             "--no-write",
             "--timeout",
             "120",
@@ -903,7 +903,7 @@ def test_bench_classifies_a_typed_error_as_out_of_scope(tmp_path):
         timeout=RUN_TIMEOUT_S,
     )
     assert result.returncode == 0, result.stderr
-    assert "out of scope" in result.stdout and table.EXTERNAL_ENV in result.stdout
+    assert "out of scope" in result.stdout and table.OLD_API_STACK in result.stdout
     assert "1 runs of 1 examples: 0 pass, 0 fail, 1 out of scope" in result.stdout
 
 

@@ -296,7 +296,19 @@ def multi_agent_env_needs_policies(subject: str) -> str:
     )
 
 
+def _no_env(env_config: Any) -> Any:
+    raise ValueError(
+        "environment(env=None): no env is set, and this EnvRunner class makes one; give a "
+        "gymnasium id (for example 'CartPole-v1'), a name given to register_env, a "
+        "gymnasium.Env subclass, or a callable (env_config) -> env"
+    )
+
+
 def make_env_creator(env: Any) -> EnvCreator:
+    """The creator of the env `env` names. None (a custom EnvRunner class that has no env, as
+    RLlib's server for external simulators) gives a creator that raises when called."""
+    if env is None:
+        return EnvCreator("callable", _no_env, "None")
     check_env_spec(env)
     if isinstance(env, str):
         if env in _REGISTRY:

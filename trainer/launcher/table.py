@@ -34,7 +34,6 @@ from trainer.algorithms.registry import entries
 from trainer.capabilities import (  # noqa: F401 - the table's words, re-exported
     ATARI,
     DEFAULT_MODELS_INSTEAD,
-    EXTERNAL_ENV,
     LEARNER_CONNECTORS,
     META_LEARNING,
     MULTI_AGENT,
@@ -76,6 +75,11 @@ _REGISTERED_CONFIGS = "/".join(f"{name}Config" for name in _RLLIB_ALGORITHM_PACK
     " (ray.rllib.algorithms." + "/.".join(_RLLIB_ALGORITHM_PACKAGES.values()) + ")"
 )
 _MODEL = DEFAULT_MODELS_INSTEAD
+#: The new stack's external simulators: RLlink over TCP.
+_RLLINK = (
+    "EnvRunnerServerForExternalInference (ray.rllib.env.external."
+    "env_runner_server_for_external_inference: external simulators over TCP, RLlink)"
+)
 _TUNE_ON_REAL_RAY = (
     "Ray Tune on real Ray: pip install 'localrl[tune]'; the launcher runs a script that "
     "uses Tune's experiment runner (Tuner, tune.run, schedulers, ...) on real Ray by itself, "
@@ -233,6 +237,14 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.multi_agent_episode": ("trainer.env.multi_agent_episode",),
     "ray.rllib.env.utils": ("trainer.env.envs",),
     "ray.rllib.env.utils.infinite_lookback_buffer": ("trainer.env.lookback_buffer",),
+    # External simulators over TCP (RLlink)
+    "ray.rllib.env.external": ("trainer.env.external",),
+    "ray.rllib.env.external.rllink": ("trainer.env.external.rllink",),
+    "ray.rllib.env.utils.external_env_protocol": ("trainer.env.external.rllink",),
+    "ray.rllib.env.external.env_runner_server_for_external_inference": (
+        "trainer.runners.external_server",
+    ),
+    "ray.rllib.env.tcp_client_inference_env_runner": ("trainer.runners.external_server",),
     "ray.rllib.utils": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.annotations": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.error": ("trainer.errors",),
@@ -363,11 +375,8 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # Envs and wrappers
     "ray.rllib.env.wrappers.open_spiel": Unavailable(MULTI_AGENT),
     "ray.rllib.env.wrappers": Unavailable(THIRD_PARTY_ENVS, "gymnasium's own wrappers"),
-    "ray.rllib.env.external": Unavailable(EXTERNAL_ENV),
-    "ray.rllib.env.external_env": Unavailable(EXTERNAL_ENV),
-    "ray.rllib.env.policy_client": Unavailable(EXTERNAL_ENV),
-    "ray.rllib.env.tcp_client_inference_env_runner": Unavailable(EXTERNAL_ENV),
-    "ray.rllib.examples.envs.classes.utils.dummy_external_client": Unavailable(EXTERNAL_ENV),
+    "ray.rllib.env.external_env": Unavailable(OLD_API_STACK, _RLLINK),
+    "ray.rllib.env.policy_client": Unavailable(OLD_API_STACK, _RLLINK),
     # Replay buffers of the old API stack (timestep-based)
     **{
         f"ray.rllib.utils.replay_buffers.{name}": Unavailable(
@@ -487,10 +496,10 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "*": Unavailable(OLD_API_STACK, "episodes, and dicts keyed by Columns' names"),
     },
     "ray.rllib.env": {
-        "ExternalEnv": Unavailable(EXTERNAL_ENV),
-        "ExternalMultiAgentEnv": Unavailable(EXTERNAL_ENV),
-        "PolicyClient": Unavailable(EXTERNAL_ENV),
-        "PolicyServerInput": Unavailable(EXTERNAL_ENV),
+        "ExternalEnv": Unavailable(OLD_API_STACK, _RLLINK),
+        "ExternalMultiAgentEnv": Unavailable(OLD_API_STACK, _RLLINK),
+        "PolicyClient": Unavailable(OLD_API_STACK, _RLLINK),
+        "PolicyServerInput": Unavailable(OLD_API_STACK, _RLLINK),
         "BaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
         "RemoteBaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
     },

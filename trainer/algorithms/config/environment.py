@@ -165,7 +165,10 @@ class EnvironmentSection(ConfigBase):
 
     def _validate_environment(self, name: str) -> None:
         """The env spec again (it may have been set without `environment()`), and a
-        MultiAgentEnv class needs a multi-agent config."""
+        MultiAgentEnv class needs a multi-agent config. A custom `env_runner_cls` may have
+        no env (RLlib's server for external simulators gets its episodes over TCP)."""
+        if self.env is None and self.env_runner_cls is not None:
+            return
         try:
             check_env_spec(self.env)
         except ValueError as error:

@@ -1,0 +1,170 @@
+"""RLlib's RLlink protocol: how an external simulator (a game engine, a robot, a process in
+any language) and an EnvRunner talk over one TCP connection.
+
+A message is an 8-byte header, the body's length as zero-padded ASCII digits, then the body:
+a msgpack map with a "type" (an `RLlink` name) and the message's fields. Numpy arrays travel
+as msgpack_numpy writes them (a map of b"nd", b"type", b"kind", b"shape", b"data"), so a client
+using RLlib's own `send_rllink_message` / `get_rllink_message` talks to this server unchanged.
+
+The conversation (client -> server, then server's answer):
+
+- PING -> PONG (the handshake);
+- GET_CONFIG -> SET_CONFIG {"config": the pickled AlgorithmConfig};
+- GET_STATE -> SET_STATE {"state": {"rl_module": weights, "weights_seq_no": n}};
+- EPISODES {"episodes": [episode states], "timesteps": n}: no answer;
+- EPISODES_AND_GET_STATE: the same, then the client waits for the SET_STATE that follows the
+  next training step (on-policy sampling).
+
+Differences from RLlib, on hostile input: an object array (msgpack_numpy pickles those) is
+never unpickled; it is read as None. A header that is not digits, or a body that is not a map
+with a known "type", is a `ConnectionError`, as a lost peer is.
+"""
+
+from __future__ import annotations
+
+import socket
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import ormsgpack
+
+#: Bytes in a message's length header.
+HEADER_BYTES = 8
+
+
+class RLlink(Enum):
+    """The message types (RLlib's names and values)."""
+
+    # Requests: client (external env) -> server (EnvRunner).
+    PING = "PING"
+    EPISODES = "EPISODES"
+    GET_STATE = "GET_STATE"
+    GET_CONFIG = "GET_CONFIG"
+    EPISODES_AND_GET_STATE = "EPISODES_AND_GET_STATE"
+    # Responses: server -> client.
+    PONG = "PONG"
+    SET_STATE = "SET_STATE"
+    SET_CONFIG = "SET_CONFIG"
+    # RLlib's old API stack (PolicyServerInput): named so that they parse, never served.
+    ACTION_SPACE = "ACTION_SPACE"
+    OBSERVATION_SPACE = "OBSERVATION_SPACE"
+    GET_WORKER_ARGS = "GET_WORKER_ARGS"
+    GET_WEIGHTS = "GET_WEIGHTS"
+    REPORT_SAMPLES = "REPORT_SAMPLES"
+    START_EPISODE = "START_EPISODE"
+    GET_ACTION = "GET_ACTION"
+    LOG_ACTION = "LOG_ACTION"
+    LOG_RETURNS = "LOG_RETURNS"
+    END_EPISODE = "END_EPISODE"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _encode(obj: Any) -> Any:
+    """msgpack_numpy's form of a numpy array or scalar (ormsgpack's `default` hook)."""
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "OV":
+            raise TypeError(f"an array of dtype {obj.dtype} cannot travel over RLlink")
+        return {
+            b"nd": True,
+            b"type": obj.dtype.str,
+            b"kind": b"",
+            b"shape": list(obj.shape),
+            b"data": np.ascontiguousarray(obj).tobytes(),
+        }
+    if isinstance(obj, (np.bool_, np.number)):
+        return {b"nd": False, b"type": obj.dtype.str, b"data": obj.tobytes()}
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} cannot travel over RLlink")
+
+
+def _decode(obj: Any) -> Any:
+    """The message with msgpack_numpy's maps turned back into arrays and scalars; every other
+    bytes key becomes text."""
+    if isinstance(obj, list):
+        return [_decode(item) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if b"nd" in obj and b"type" in obj and b"data" in obj:
+        return _decode_numpy(obj)
+    return {
+        (key.decode("utf-8", "replace") if isinstance(key, bytes) else key): _decode(value)
+        for key, value in obj.items()
+    }
+
+
+def _decode_numpy(obj: dict) -> Any:
+    kind = obj.get(b"kind", b"")
+    if kind in (b"O", "O") or not isinstance(obj[b"type"], str):
+        return None  # pickled objects (msgpack_numpy's object arrays) are never unpickled
+    dtype = np.dtype(obj[b"type"])
+    if dtype.kind in "OV":
+        return None
+    data = obj[b"data"]
+    if obj[b"nd"] is True:
+        shape = tuple(int(n) for n in obj[b"shape"])
+        return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    return np.frombuffer(data, dtype=dtype)[0]
+
+
+def pack(message: dict) -> bytes:
+    """A message's bytes on the wire: header and body."""
+    body = ormsgpack.packb(message, default=_encode, option=ormsgpack.OPT_NON_STR_KEYS)
+    if len(body) >= 10**HEADER_BYTES:
+        raise ValueError(f"an RLlink message holds at most {10**HEADER_BYTES - 1} bytes")
+    return str(len(body)).zfill(HEADER_BYTES).encode("ascii") + body
+
+
+def unpack(body: bytes) -> tuple[RLlink, dict]:
+    """A message body's type and fields; `ConnectionError` for anything else."""
+    try:
+        message = _decode(ormsgpack.unpackb(body, option=ormsgpack.OPT_NON_STR_KEYS))
+    except (ormsgpack.MsgpackDecodeError, ValueError, TypeError) as error:
+        raise ConnectionError(f"RLlink protocol error: the body is not msgpack ({error})") from None
+    if not isinstance(message, dict) or "type" not in message:
+        raise ConnectionError("RLlink protocol error: the message has no `type` field")
+    kind = message.pop("type")
+    try:
+        return RLlink(kind), message
+    except ValueError:
+        raise ConnectionError(
+            f"RLlink protocol error: unknown message type {kind!r}; "
+            f"known: {[member.value for member in RLlink]}"
+        ) from None
+
+
+def send_rllink_message(sock_: socket.socket, message: dict) -> None:
+    """Sends `message` (a dict with a "type") on `sock_`; `ConnectionError` when it cannot."""
+    data = pack(message)
+    try:
+        sock_.sendall(data)
+    except OSError as error:
+        raise ConnectionError(
+            f"Error sending RLlink message {message.get('type')} on socket {sock_}: {error}"
+        ) from error
+
+
+def get_rllink_message(sock_: socket.socket) -> tuple[RLlink, dict]:
+    """The next message on `sock_`: its type and its fields. `ConnectionError` when the peer
+    is gone or breaks the protocol."""
+    header = _get_num_bytes(sock_, HEADER_BYTES)
+    if not header.isdigit():
+        raise ConnectionError(f"RLlink protocol error: the length header {header!r} is not digits")
+    return unpack(_get_num_bytes(sock_, int(header)))
+
+
+def _get_num_bytes(sock_: socket.socket, num_bytes: int) -> bytes:
+    chunks, received = [], 0
+    while received < num_bytes:
+        try:
+            packet = sock_.recv(min(num_bytes - received, 1 << 20))
+        except OSError as error:
+            raise ConnectionError(f"Error receiving from socket {sock_}: {error}") from error
+        if not packet:
+            raise ConnectionError(f"The peer closed socket {sock_}")
+        chunks.append(packet)
+        received += len(packet)
+    return b"".join(chunks)
