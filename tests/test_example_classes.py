@@ -475,7 +475,7 @@ def test_envs_needing_absent_packages_name_them(monkeypatch):
         monkeypatch.setitem(sys.modules, package, None)
     with pytest.raises(ModuleNotFoundError, match="`d4rl` package"):
         d4rl_env.hopper_medium()
-    with pytest.raises(ModuleNotFoundError, match="`dm_control` package"):
+    with pytest.raises(ModuleNotFoundError, match=r"pip install -e '\.\[mujoco\]'"):
         dm_control_suite.walker_walk(from_pixels=False)
     with pytest.raises(ModuleNotFoundError, match="`recsim` package"):
         recommender_system_envs_with_recsim.InterestEvolutionRecSimEnv({"slate_size": 2})

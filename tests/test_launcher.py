@@ -601,11 +601,17 @@ def test_missing_names_import_and_refuse_when_used_with_name_capability_and_inst
         batch.compress()
     assert sample_batch.value.capability == table.OLD_API_STACK
 
+    from ray.rllib.env.wrappers.dm_env_wrapper import DMEnv
+
+    with pytest.raises(RLlibNotAvailable) as dm_env:
+        DMEnv(None)
+    assert dm_env.value.capability == table.THIRD_PARTY_ENVS
+    # DeepMind Control's tasks are served (the mujoco extra).
     from ray.rllib.env.wrappers.dm_control_wrapper import DMCEnv
 
-    with pytest.raises(RLlibNotAvailable) as dm_control:
-        DMCEnv("cartpole", "swingup")
-    assert dm_control.value.capability == table.THIRD_PARTY_ENVS
+    from trainer.env.wrappers import dm_control_wrapper
+
+    assert DMCEnv is dm_control_wrapper.DMCEnv
     # Atari's wrappers are ours (on ALE's games with the atari extra, and on envs with ALE's
     # surface, localrl/TinyCatch-v0); without ale_py, gymnasium names it when asked for a game.
     from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack

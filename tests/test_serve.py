@@ -85,6 +85,50 @@ def test_a_served_checkpoint_answers_batches_with_the_policys_actions(checkpoint
             server.wait(10)
 
 
+def _serve(path: str) -> tuple[subprocess.Popen, str]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "trainer", "serve", path, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    line = server.stdout.readline()
+    if not line.startswith("serving "):
+        server.kill()
+        raise AssertionError(line + server.stderr.read())
+    return server, line.split(" on ")[1].strip()
+
+
+@pytest.mark.parametrize("export_format", ["onnx", "numpy"])
+def test_a_served_policy_export_answers_greedily(checkpoint, tmp_path, export_format):
+    """An ONNX graph (run in onnxruntime) and the numpy export serve the checkpoint's greedy
+    actions; asking an export to explore is a 400."""
+    path, observations, greedy = checkpoint
+    export = tmp_path / export_format
+    subprocess.run(
+        [sys.executable, "-m", "trainer", "export", path, "--format", export_format]
+        + ["--output", str(export)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    target = str(export / "model.onnx") if export_format == "onnx" else str(export)
+    server, url = _serve(target)
+    try:
+        status, body = _post(url, {"observations": [o.tolist() for o in observations]})
+        assert status == 200 and body["actions"] == greedy
+        status, body = _post(url, {"observation": observations[0].tolist(), "explore": True})
+        assert status == 400 and "acts greedily" in body["error"]
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=30) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(10)
+
+
 def test_serve_refuses_a_bad_port_and_a_missing_checkpoint(tmp_path):
     for port, refusal in (("70000", "argument --port: 70000"), ("0", "argument checkpoint")):
         done = subprocess.run(

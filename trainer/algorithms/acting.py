@@ -43,6 +43,17 @@ class ModuleActor(ABC):
         #: The exploration drawing the actions (None: the module acts itself).
         self.exploration = exploration
 
+    def act_batch(self, observations: list, *, explore: bool, normalize: bool, clip: bool) -> list:
+        """The actions for a list of observations, each as `act` gives it (no state: a
+        stateful module starts each from its initial state). Here one `act` per observation;
+        the distribution adapters run one forward pass for the whole list."""
+        return [
+            self.act(
+                o, None, None, None, explore=explore, timestep=None, normalize=normalize, clip=clip
+            )[0]
+            for o in observations
+        ]
+
     @abstractmethod
     def act(
         self,
@@ -124,6 +135,22 @@ class DistributionActor(ModuleActor):
         )
         return self._env_action(actions, normalize=normalize, clip=clip), state_out
 
+    def act_batch(self, observations: list, *, explore: bool, normalize: bool, clip: bool) -> list:
+        if self.stateful or not observations:
+            return super().act_batch(observations, explore=explore, normalize=normalize, clip=clip)
+        if self.connect is not None:
+            observations = [self.connect(o) for o in observations]
+        rows = [self._batch(o) for o in observations]
+        if not all(isinstance(row, np.ndarray) for row in rows):  # nested leaves: one by one
+            return super().act_batch(observations, explore=explore, normalize=normalize, clip=clip)
+        actions, _ = self._actions(
+            np.concatenate(rows), None, None, None, explore=explore, timestep=None
+        )
+        return [
+            self._env_action(actions, normalize=normalize, clip=clip, row=i)
+            for i in range(len(rows))
+        ]
+
     @abstractmethod
     def _actions(
         self,
@@ -190,14 +217,14 @@ class DistributionActor(ModuleActor):
             return acted[0]
         return self._draw(dist_inputs, explore, timestep)
 
-    def _env_action(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> Any:
-        """The first row of the actions as the env takes it: a composite space's nested action
+    def _env_action(self, actions: np.ndarray, *, normalize: bool, clip: bool, row: int = 0) -> Any:
+        """Row `row` of the actions as the env takes it: a composite space's nested action
         (Python ints), a discrete action as an int, a Box action scaled or clipped."""
         module = self.module
         layout = module.spaces.action_layout
         if layout is not None:
-            return layout.unflatten_one(actions[0], normalize=normalize, clip=clip)
-        action = module.to_env_actions(actions, normalize=normalize, clip=clip)[0]
+            return layout.unflatten_one(actions[row], normalize=normalize, clip=clip)
+        action = module.to_env_actions(actions[row : row + 1], normalize=normalize, clip=clip)[0]
         return int(action) if module.spaces.action_discrete_n is not None else action
 
 

@@ -1280,6 +1280,25 @@ class Algorithm(OldAlgorithmNames):
         )
         return (action, state_out, {}) if actor.stateful or full_fetch else action
 
+    def compute_action_batch(
+        self,
+        observations: list,
+        *,
+        policy_id: str = DEFAULT_MODULE_ID,
+        explore: bool | None = None,
+    ) -> list:
+        """The actions for a list of observations, as `compute_single_action` gives each one
+        (a recurrent module starts each from its initial state), in one forward pass of the
+        module where it has no state (localrl's; `python -m trainer serve` answers a batch
+        with it)."""
+        explore = self.config.explore if explore is None else explore
+        return self._actor(policy_id, None).act_batch(
+            list(observations),
+            explore=explore,
+            normalize=self.config.normalize_actions,
+            clip=self.config.clip_actions,
+        )
+
     def _actor(self, policy_id: Any, state: Any) -> ModuleActor:
         """The acting adapter (`trainer.algorithms.acting`) of module `policy_id` for
         `compute_single_action`, made once per module and exploration (again when either

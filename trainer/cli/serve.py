@@ -1,5 +1,7 @@
 """`python -m trainer serve CHECKPOINT`: a checkpoint's policy as an HTTP endpoint on this
 machine (the one-machine way to serve a policy; RLlib's own example puts it on Ray Serve).
+CHECKPOINT may also be a policy export (`python -m trainer export --format onnx|numpy`: an
+.onnx file or the export folder), served greedily in onnxruntime or numpy alone.
 
     POST /v1/actions   {"observations": [obs, ...]}   -> {"actions": [action, ...]}
                        {"observation": obs}           -> {"action": action}
@@ -7,7 +9,8 @@ machine (the one-machine way to serve a policy; RLlib's own example puts it on R
     GET  /v1/health    -> {"status": "ok", "checkpoint": ..., "policies": [...]}
 
 Observations and actions are JSON: numbers, lists (arrays), and dicts / lists for Dict and
-Tuple spaces. A batch is answered in one request, in its order. Bad input is answered 400
+Tuple spaces. A batch is answered in one request, in its order, with one forward pass of the
+policy (a recurrent policy: each observation from its initial state). Bad input is answered 400
 with the reason (which field, what was given, what the space takes); the server goes on.
 Requests are served one at a time on the policy (a lock), on a thread per connection.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -28,6 +32,11 @@ import numpy as np
 
 from trainer.checkpoints import CheckpointError
 from trainer.cli.evaluate import load_for_evaluation, resolve_checkpoint
+
+#: The export's files (`trainer.export`: the ONNX graph, the numpy export's network) and the
+#: ONNX metadata key of the policy's description.
+ONNX_FILE, NUMPY_SPEC_FILE, DESCRIPTION = "model.onnx", "policy.json", "localrl_policy"
+DEFAULT_POLICY = "default_policy"
 
 #: The longest request body taken (bytes): a batch of large observations fits; more is 413.
 MAX_BODY_BYTES = 64 * 2**20
@@ -43,7 +52,11 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
         help="serve a checkpoint's policy over HTTP (actions for observations)",
         description=(__doc__ or "").split("\n\n")[0],
     )
-    parser.add_argument("checkpoint", help="a checkpoint folder, or a run folder (its best)")
+    parser.add_argument(
+        "checkpoint",
+        help="a checkpoint folder, a run folder (its best), or a policy export (.onnx, or an "
+        "export folder: served greedily)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on (0: a free one)")
     parser.add_argument(
@@ -61,18 +74,93 @@ def add_parser(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
+class ExportedPolicy:
+    """A policy exported by `python -m trainer export` (an ONNX graph run in onnxruntime, or
+    the numpy export's files), served greedily: it answers as `Algorithm.compute_action_batch`
+    does, one forward pass per batch (a recurrent one from its initial state)."""
+
+    def __init__(self, path: str) -> None:
+        onnx_file = path if path.endswith(".onnx") else os.path.join(path, ONNX_FILE)
+        if os.path.isfile(onnx_file):
+            import onnxruntime
+
+            self.kind = "onnx"
+            self._session = onnxruntime.InferenceSession(onnx_file)
+            spec = json.loads(self._session.get_modelmeta().custom_metadata_map[DESCRIPTION])
+            self._inputs = {i.name: i for i in self._session.get_inputs()}
+        else:
+            from trainer.export.reader import load
+
+            self.kind = "numpy"
+            self._policy = load(path)
+            spec = self._policy.spec
+        self.module_id = str(spec.get("module_id", DEFAULT_POLICY))
+        self._action_space = spec["action_space"]
+        self.spaces = {
+            self.module_id: (_space(spec["observation_space"]), _space(self._action_space))
+        }
+
+    def compute_action_batch(self, observations: list, *, policy_id: str, explore: bool) -> list:
+        if explore:
+            raise RequestError(
+                "'explore': an exported policy acts greedily; serve the checkpoint to explore"
+            )
+        batch = np.asarray(observations, dtype=np.float32)
+        if self.kind == "onnx":
+            feed = {"obs": batch}
+            for name in ("state_in_h", "state_in_c"):
+                if name in self._inputs:
+                    size = int(self._inputs[name].shape[-1])
+                    feed[name] = np.zeros((len(batch), size), np.float32)
+            (greedy,) = self._session.run(["greedy_action"], feed)
+        else:
+            greedy = self._policy.forward(batch)["greedy_action"]
+        if self._action_space["type"] == "Discrete":
+            return [int(a) for a in greedy]
+        return list(np.asarray(greedy))
+
+    def stop(self) -> None:
+        """(Nothing runs beside the policy.)"""
+
+
+def _space(data: dict) -> Any:
+    """A Box or Discrete space from the export's JSON."""
+    import gymnasium as gym
+
+    if data["type"] == "Discrete":
+        return gym.spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
+    shape = tuple(int(d) for d in data["shape"])
+    low = np.asarray([float(v) for v in data["low"]], np.float32).reshape(shape)
+    high = np.asarray([float(v) for v in data["high"]], np.float32).reshape(shape)
+    return gym.spaces.Box(low, high, shape, dtype=np.dtype(data["dtype"]))
+
+
+def is_export(path: str) -> bool:
+    """Whether `path` is a policy export (an .onnx file, or a folder with the ONNX graph or
+    the numpy export's files) rather than a checkpoint."""
+    return path.endswith(".onnx") or any(
+        os.path.isfile(os.path.join(path, name)) for name in (ONNX_FILE, NUMPY_SPEC_FILE)
+    )
+
+
 class PolicyServer:
-    """The algorithm's policies behind a lock: `answer(request)` for one decoded request."""
+    """The policies behind a lock (a checkpoint's algorithm, or an `ExportedPolicy`):
+    `answer(request)` for one decoded request."""
 
     def __init__(self, algorithm: Any, checkpoint: str, explore: bool) -> None:
         self.algorithm = algorithm
         self.checkpoint = checkpoint
         self.explore = explore
         self._lock = threading.Lock()
-        spaces = algorithm.env_runner_group.get_spaces()
-        self.spaces = {
-            policy_id: pair for policy_id, pair in spaces.items() if not policy_id.startswith("__")
-        }
+        if isinstance(algorithm, ExportedPolicy):
+            self.spaces = dict(algorithm.spaces)
+        else:
+            spaces = algorithm.env_runner_group.get_spaces()
+            self.spaces = {
+                policy_id: pair
+                for policy_id, pair in spaces.items()
+                if not policy_id.startswith("__")
+            }
 
     def health(self) -> dict:
         return {"status": "ok", "checkpoint": self.checkpoint, "policies": sorted(self.spaces)}
@@ -114,10 +202,9 @@ class PolicyServer:
                 )
             decoded.append(value)
         with self._lock:
-            actions = [
-                self.algorithm.compute_single_action(value, explore=explore, policy_id=policy_id)
-                for value in decoded
-            ]
+            actions = self.algorithm.compute_action_batch(
+                decoded, explore=explore, policy_id=policy_id
+            )
         return [_to_json(action) for action in actions]
 
 
@@ -204,10 +291,13 @@ def make_handler(server: PolicyServer) -> type[BaseHTTPRequestHandler]:
 def run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not 0 <= args.port <= 65535:
         parser.error(f"argument --port: {args.port}: a port is 0 (a free one) to 65535")
-    path = resolve_checkpoint(args.checkpoint)
+    path = args.checkpoint if is_export(args.checkpoint) else resolve_checkpoint(args.checkpoint)
     try:
-        algorithm = load_for_evaluation(path, allow_pickle=args.trust_pickle)
-    except CheckpointError as error:
+        if is_export(path):
+            algorithm = ExportedPolicy(path)
+        else:
+            algorithm = load_for_evaluation(path, allow_pickle=args.trust_pickle)
+    except (CheckpointError, OSError, KeyError, ValueError) as error:
         parser.error(f"argument checkpoint: {error}")
     try:
         policy = PolicyServer(algorithm, path, args.explore)

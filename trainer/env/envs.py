@@ -125,7 +125,14 @@ class EnvContext(dict):
 ENV_FAMILY_PACKAGES = {
     "ale_py": ("atari", "ale-py"),
     "pettingzoo": ("pettingzoo", "pettingzoo"),
+    "mujoco": ("mujoco", "mujoco"),
+    "dm_control": ("mujoco", "dm-control"),
+    "pyspiel": ("openspiel", "open_spiel"),
+    "pymunk": ("pettingzoo", "pymunk"),
 }
+#: Gymnasium's own envs whose entry point needs a family's package (its MuJoCo envs import
+#: `mujoco` when made): checked at `environment()`, not at the first EnvRunner's make.
+ENTRY_POINT_MODULES = {"gymnasium.envs.mujoco": "mujoco"}
 #: Gymnasium id prefixes whose family module registers them (RLlib's scripts write
 #: "ale_py:ALE/Pong-v5"; "ALE/Pong-v5" alone names the same env once ale_py is imported).
 ID_PREFIX_MODULES = {"ALE/": "ale_py"}
@@ -231,6 +238,17 @@ def _import_env_module(env: str, module: str) -> None:
         ) from None
 
 
+def _check_entry_point_module(env: str) -> None:
+    """ValueError, with how to install it, for a gymnasium id whose entry point needs a
+    family's package that is missing (HalfCheetah-v5 without `mujoco`)."""
+    entry_point = gym.spec(env).entry_point
+    if not isinstance(entry_point, str):
+        return
+    for prefix, module in ENTRY_POINT_MODULES.items():
+        if entry_point.startswith(prefix):
+            _import_env_module(env, module)
+
+
 def env_description(env: Any) -> str:
     if isinstance(env, str):
         return repr(env)
@@ -246,7 +264,10 @@ def check_env_spec(env: Any) -> None:
             "subclass, or a callable (env_config) -> env"
         )
     if isinstance(env, str):
-        if env in _REGISTRY or env in gym.registry:
+        if env in _REGISTRY:
+            return
+        if env in gym.registry:
+            _check_entry_point_module(env)
             return
         for prefix, family in ID_PREFIX_MODULES.items():
             if env.startswith(prefix):  # (its family's module registers it)

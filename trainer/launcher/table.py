@@ -224,6 +224,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.multi_agent_env": ("trainer.env.multi_agent_env",),
     "ray.rllib.env.wrappers.group_agents_wrapper": ("trainer.env.wrappers.group_agents_wrapper",),
     "ray.rllib.env.wrappers.pettingzoo_env": ("trainer.env.wrappers.pettingzoo_env",),
+    "ray.rllib.env.wrappers.dm_control_wrapper": ("trainer.env.wrappers.dm_control_wrapper",),
+    "ray.rllib.env.wrappers.open_spiel": ("trainer.env.wrappers.open_spiel",),
     "ray.rllib.utils.pre_checks": ("trainer.env.multi_agent_checks",),
     "ray.rllib.utils.pre_checks.env": ("trainer.env.multi_agent_checks",),
     "ray.rllib.env.env_context": ("trainer.env.envs",),
@@ -235,7 +237,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.multi_agent_env_runner": ("trainer.runners.multi_agent_env_runner",),
     "ray.rllib.env.single_agent_episode": ("trainer.env.episode",),
     "ray.rllib.env.multi_agent_episode": ("trainer.env.multi_agent_episode",),
-    "ray.rllib.env.utils": ("trainer.env.envs",),
+    "ray.rllib.env.utils": ("trainer.env.envs", "trainer.env.wrappers.open_spiel"),
     "ray.rllib.env.utils.infinite_lookback_buffer": ("trainer.env.lookback_buffer",),
     # External simulators over TCP (RLlink)
     "ray.rllib.env.external": ("trainer.env.external",),
@@ -370,10 +372,14 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     # APPO with a shared data actor by trainer.examples.algorithms.classes).
     "ray.rllib.examples.algorithms": Unavailable(OTHER_ALGORITHMS, _REGISTERED_CONFIGS),
     # Multi-agent
-    "ray.rllib.examples.multi_agent": Unavailable(MULTI_AGENT),
+    "ray.rllib.examples.multi_agent.utils.self_play_callback_old_api_stack": Unavailable(
+        OLD_API_STACK, "SelfPlayCallback"
+    ),
+    "ray.rllib.examples.multi_agent.utils.self_play_league_based_callback_old_api_stack": (
+        Unavailable(OLD_API_STACK, "SelfPlayLeagueBasedCallback")
+    ),
     "ray.rllib.examples.envs.classes.multi_agent.footsies": Unavailable(MULTI_AGENT),
     # Envs and wrappers
-    "ray.rllib.env.wrappers.open_spiel": Unavailable(MULTI_AGENT),
     "ray.rllib.env.wrappers": Unavailable(THIRD_PARTY_ENVS, "gymnasium's own wrappers"),
     "ray.rllib.env.external_env": Unavailable(OLD_API_STACK, _RLLINK),
     "ray.rllib.env.policy_client": Unavailable(OLD_API_STACK, _RLLINK),
@@ -502,10 +508,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         "PolicyServerInput": Unavailable(OLD_API_STACK, _RLLINK),
         "BaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
         "RemoteBaseEnv": Unavailable(OLD_API_STACK, "a gymnasium.Env"),
-    },
-    "ray.rllib.env.utils": {
-        "try_import_open_spiel": Unavailable(THIRD_PARTY_ENVS),
-        "try_import_pyspiel": Unavailable(THIRD_PARTY_ENVS),
     },
     "ray.rllib.utils.replay_buffers": {
         **{

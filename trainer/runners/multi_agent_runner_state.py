@@ -127,7 +127,11 @@ def _restore(data: Any, current: Any) -> Any:
 
 
 def capture_multi_agent_env_state(env: Any) -> tuple[dict | None, str | None]:
-    """({"class": name, "attributes": {...}}, None), or (None, why not)."""
+    """({"class": name, "attributes": {...}}, None), or (None, why not). An env that says
+    how to capture itself (`capture_state()` returning plain data, `restore_state(data)`:
+    OpenSpielEnv replays its game's moves) is captured that way."""
+    if callable(getattr(type(env), "capture_state", None)):
+        return {"class": type(env).__qualname__, "own": _to_data(env.capture_state())}, None
     attributes = {}
     for name, value in vars(env).items():
         if name in _RENDER_ATTRIBUTES or _is_space_structure(value):
@@ -146,6 +150,12 @@ def restore_multi_agent_env_state(env: Any, captured: dict) -> str | None:
     why not when that fails. The envs it holds are restored in place."""
     if type(env).__qualname__ != captured.get("class"):
         return f"its class changed (now {type(env).__qualname__}, captured {captured.get('class')})"
+    if "own" in captured:
+        try:
+            env.restore_state(_from_data(captured["own"], None))
+        except Exception as error:  # noqa: BLE001 - the env's own restore: said, never raised
+            return f"{type(env).__name__}.restore_state raised {type(error).__name__}: {error}"
+        return None
     own = vars(env)
     try:
         restored = {

@@ -1,31 +1,16 @@
 """RLlib's creators of DeepMind Control Suite envs (`acrobot_swingup`, `walker_walk`, ...), with
-RLlib's arguments. They need the `dm_control` package and RLlib's `DMCEnv` wrapper: calling one
-raises an error naming what is missing (`ModuleNotFoundError` without `dm_control`,
-`UnsupportedCall`, a `NotImplementedError`, for the wrapper, which this project does not provide)."""
+RLlib's arguments: each is a `DMCEnv` (`trainer.env.wrappers.dm_control_wrapper`; the `mujoco`
+extra), from pixels by default."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainer.capabilities import THIRD_PARTY_ENVS
-from trainer.errors import UnsupportedCall
+from trainer.env.wrappers.dm_control_wrapper import DMCEnv
 
 
 def _dmc_env(domain: str, task: str, **kwargs: Any) -> Any:
-    try:
-        import dm_control  # noqa: F401
-    except ImportError as error:
-        raise ModuleNotFoundError(
-            f"dm_control_suite {domain}_{task}: needs the `dm_control` package "
-            "(pip install dm_control), which is not installed",
-            name="dm_control",
-        ) from error
-    raise UnsupportedCall(
-        f"dm_control_suite {domain}_{task}: RLlib's DMCEnv wrapper (ray.rllib.env.wrappers."
-        "dm_control_wrapper) is not part of this project; wrap the dm_control env as a "
-        "gymnasium.Env and pass that to config.environment()",
-        THIRD_PARTY_ENVS,
-    )
+    return DMCEnv(domain, task, **kwargs)
 
 
 def acrobot_swingup(

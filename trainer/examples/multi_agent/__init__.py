@@ -1,0 +1,1 @@
+"""RLlib's multi-agent example helpers (`ray.rllib.examples.multi_agent`)."""
