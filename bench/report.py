@@ -242,6 +242,28 @@ BENCHMARKS = (
         requires=("torch",),
     ),
     Benchmark(
+        "atari_ppo",
+        "PPO on Pong (ALE), rl-zoo's Atari settings (8 envs x 128 steps, 4 epochs of 256, the "
+        "Nature CNN on 84x84x4 frames) for 200k frames, against Stable-Baselines3 and RLlib "
+        "2.60 in the same run: env steps per second, learning included",
+        ("bench/atari.py",),
+        r"^(localrl|Stable|RLlib|ratio|CPU)",
+        "localrl >= 2x Stable-Baselines3 and >= RLlib 2.60 env steps/s",
+        requires=("torch", "ale_py", "stable_baselines3", "ray", "cv2"),
+        worst_case_s=3600,
+    ),
+    Benchmark(
+        "mujoco_sac",
+        "SAC on HalfCheetah-v5 (MuJoCo), rl-zoo's settings (10k random steps, then one "
+        "gradient step of 256 per env step), 50k env steps, against Stable-Baselines3 in the "
+        "same run: env steps per second, learning included",
+        ("bench/mujoco_sac.py",),
+        r"^(localrl|Stable|ratio|CPU)",
+        "localrl's env steps/s above Stable-Baselines3's",
+        requires=("torch", "mujoco", "stable_baselines3"),
+        worst_case_s=3600,
+    ),
+    Benchmark(
         "atari_cnn_example",
         "RLlib's rl_modules/custom_cnn_rl_module.py unmodified through the launcher "
         "(TinyAtariCNN, RLlib's Atari wrappers, default PPO settings) on localrl/TinyCatch-v0: "

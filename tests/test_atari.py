@@ -81,3 +81,51 @@ def test_a_missing_ale_py_is_named_with_the_extra_that_installs_it():
         assert line.startswith("ConfigError")
         assert "gymnasium imports 'ale_py' to make this env, and it is not installed" in line
         assert "pip install -e '.[atari]' (or pip install ale-py)" in line
+
+
+def test_uint8_frames_travel_as_bytes_and_compute_what_normalized_floats_do():
+    """`normalize=False` keeps Pong's frames uint8 from the env through the episodes to the
+    learner's batch; the default torch module scales them as NormalizedImageEnv does, so its
+    outputs on the bytes equal its outputs on the normalized floats."""
+    torch = pytest.importorskip("torch")
+    register_env(
+        "pong64_bytes",
+        lambda cfg: wrap_atari_for_new_api_stack(
+            gym.make("ale_py:ALE/Pong-v5", **cfg), dim=64, framestack=4, normalize=False
+        ),
+    )
+    algo = (
+        PPOConfig()
+        .environment("pong64_bytes")
+        .framework("torch")
+        .env_runners(num_env_runners=1, rollout_fragment_length=64)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        obs_space = algo.env_runner_group.get_spaces()["default_policy"][0]
+        assert obs_space.dtype == np.uint8 and obs_space.shape == (64, 64, 4)
+        episodes, _ = algo.env_runner_group.sample(min_env_steps=64)
+        frames = np.concatenate([np.asarray(e.get_observations()) for e in episodes])
+        assert frames.dtype == np.uint8 and frames.max() > 0
+        module = algo.get_module()
+        with torch.no_grad():
+            on_bytes = module.forward_inference({"obs": torch.from_numpy(frames[:8])})
+            floats = torch.from_numpy(frames[:8].astype(np.float32) / 128.0 - 1.0)
+            on_floats = module.forward_inference({"obs": floats})
+        torch.testing.assert_close(
+            on_bytes["action_dist_inputs"], on_floats["action_dist_inputs"], rtol=0, atol=1e-6
+        )
+        # The EnvRunner acted on the same inputs: its recorded distribution inputs are the
+        # learner's module's on the bytes (the weights are the same until the first update).
+        first = episodes[0]
+        recorded = np.asarray(first.get_extra_model_outputs("action_dist_inputs"))
+        with torch.no_grad():
+            obs = torch.from_numpy(np.asarray(first.get_observations())[:-1])
+            learner_side = module.forward_inference({"obs": obs})["action_dist_inputs"]
+        np.testing.assert_allclose(recorded, learner_side.numpy(), atol=1e-5)
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled"] >= 64
+    finally:
+        algo.stop()

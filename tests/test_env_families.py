@@ -202,3 +202,49 @@ def test_self_play_on_connect_four_grows_the_league():
         assert not _moved(frozen, _weights(algo, "main_v1"))
     finally:
         algo.stop()
+
+
+def test_learner_group_takes_a_whole_multi_module_state_with_weightless_modules():
+    """RLlib's league callback sets the EnvRunner's whole MultiRLModule state on the learners:
+    a module without weights (RandomRLModule, which no learner trains) is passed over; an
+    unknown module with weights is still refused."""
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+    from trainer.core.rl_module import RLModuleSpec
+    from trainer.examples.rl_modules.classes.random_rlm import RandomRLModule
+
+    config = (
+        PPOConfig()
+        .environment("connect_four_for_weights")
+        .env_runners(num_env_runners=0)
+        .multi_agent(
+            policies={"main", "random"},
+            policy_mapping_fn=lambda aid, episode, **kw: "main" if aid == 0 else "random",
+            policies_to_train=["main"],
+        )
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={
+                    "main": RLModuleSpec(),
+                    "random": RLModuleSpec(module_class=RandomRLModule),
+                }
+            )
+        )
+    )
+    import pyspiel
+
+    from trainer.env.wrappers.open_spiel import OpenSpielEnv
+
+    register_env(
+        "connect_four_for_weights", lambda _: OpenSpielEnv(pyspiel.load_game("connect_four"))
+    )
+    algo = config.build()
+    try:
+        state = algo.env_runner.module.get_state()
+        assert state["random"] == {}
+        state["main"] = {k: np.zeros_like(v) for k, v in state["main"].items()}
+        algo.learner_group.set_weights(state)
+        assert all(not v.any() for v in _weights(algo, "main").values())
+        with pytest.raises(KeyError, match="no trained module 'elsewhere'"):
+            algo.learner_group.set_weights({"elsewhere": state["main"]})
+    finally:
+        algo.stop()

@@ -60,14 +60,22 @@ class ModulesView:
         return {module_id: learner.get_weights() for module_id, learner in self._learners.items()}
 
     def set_weights(self, weights: dict[Any, dict[str, np.ndarray]]) -> None:
-        unknown = [module_id for module_id in weights if module_id not in self._learners]
+        """Sets each trained module's weights. A module without weights (an EnvRunner-only
+        module, RLlib's RandomRLModule: its state is empty) is passed over, as RLlib's learners
+        take a whole MultiRLModule's state; any other id no learner trains is a KeyError."""
+        unknown = [
+            module_id
+            for module_id, module_weights in weights.items()
+            if module_id not in self._learners and module_weights
+        ]
         if unknown:
             raise KeyError(
                 f"set_weights(): no trained module {unknown[0]!r} (trained modules: "
                 f"{sorted(map(str, self._learners))})"
             )
         for module_id, module_weights in weights.items():
-            self._learners[module_id].set_weights(module_weights)
+            if module_id in self._learners:
+                self._learners[module_id].set_weights(module_weights)
 
 
 class ModuleBuilder:

@@ -892,14 +892,31 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "ALE envs (ale_py:ALE/Pong-v5, ...) in RLlib's Atari scripts; cv2 in the Atari wrappers",
-        "ALE is not shipped: RLlib's custom_cnn_rl_module.py runs unmodified with "
-        "--env=localrl/TinyCatch-v0, the project's Atari-like game (ALE's gym.make "
-        "arguments, ale.lives(), get_action_meanings()); the wrappers grayscale and resize "
-        "with numpy, OpenCV's weights and area averaging (tests/test_atari_wrappers.py runs "
-        "RLlib's wrapper source beside ours, step for step)",
-        "ALE and its ROMs are a large third-party dependency, and Pong needs hours of "
-        "training; TinyCatch learns in minutes on 2 cores; OpenCV is not a dependency",
+        "cv2 (OpenCV) in RLlib's Atari wrappers",
+        "not needed: the wrappers grayscale and resize with numpy, OpenCV's weights and area "
+        "averaging (tests/test_atari_wrappers.py runs RLlib's wrapper source beside ours, step "
+        "for step); ALE's games come with the atari extra (ale-py ships the ROMs)",
+        "OpenCV is a large dependency for two image operations",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "uint8 images into the default torch modules (a CNN encoder's input)",
+        "scaled to [-1, 1) as RLlib's NormalizedImageEnv scales frames (x / 128 - 1); RLlib "
+        "feeds them as floats of 0-255",
+        "frames can travel from the EnvRunners to the learner as bytes, a quarter of their "
+        "float32 size (wrap_atari_for_new_api_stack(..., normalize=False)), while the network "
+        "sees what RLlib's wrapper gives it",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "RLlib's ray_serve/ray_serve_with_rllib.py",
+        "out of scope: after training here, it starts Ray Serve (`serve run`, with "
+        "ray[serve]), whose process loads the checkpoint's module folder with RLlib's own "
+        "RLModule.from_checkpoint; module folders here hold no pickle, which RLlib needs "
+        "(class_and_ctor_args.pkl). `python -m trainer serve CHECKPOINT` serves a checkpoint "
+        "over HTTP on one machine, and `python -m trainer export CHECKPOINT --format rllib` "
+        "writes a module folder RLlib loads",
+        "checkpoints hold no pickle, so loading one from anywhere runs no code",
         BEHAVIOUR,
     ),
     Difference(

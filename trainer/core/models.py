@@ -547,6 +547,10 @@ class SpaceInfo:
     #: nested, batched leaf by leaf (`trainer.core.obs_tree`), as torch modules take them
     #: (`from_spaces(..., nested_obs=True)`); `obs_dim` is its flattened size.
     nested_obs_space: gym.Space | None = None
+    #: Images (3-D Boxes) of uint8 that `preprocess` keeps as bytes (torch modules:
+    #: `from_spaces(..., nested_obs=True)`; they scale them themselves,
+    #: `trainer.torch_rl.networks.ObservationEncoding`); the numpy networks get floats.
+    obs_bytes: bool = False
     #: A composite action space (Tuple, Dict, MultiDiscrete; None otherwise): the module acts
     #: in flat rows of `action_dim` columns through a multi-distribution
     #: (`trainer.core.action_layout`), and the env gets nested actions.
@@ -592,6 +596,28 @@ class SpaceInfo:
                 "with a gymnasium wrapper)",
                 capabilities.OBSERVATION_SPACES,
             )
+        info = cls._from_spaces(
+            observation_space, action_space, obs_dim, obs_n, obs_shape, nested_space
+        )
+        if (
+            nested_obs
+            and isinstance(observation_space, gym.spaces.Box)
+            and len(observation_space.shape) == 3
+            and observation_space.dtype == np.uint8
+        ):
+            return dataclasses.replace(info, obs_bytes=True)
+        return info
+
+    @classmethod
+    def _from_spaces(
+        cls,
+        observation_space: gym.Space,
+        action_space: gym.Space,
+        obs_dim: int,
+        obs_n: int | None,
+        obs_shape: tuple[int, ...] | None,
+        nested_space: gym.Space | None,
+    ) -> SpaceInfo:
         if is_composite_action_space(action_space):
             layout = ActionLayout(action_space)  # (raises for leaves it cannot act in)
             return cls(
@@ -689,7 +715,11 @@ class SpaceInfo:
             return np.eye(self.obs_discrete_n, dtype=np.float32)[obs.astype(np.int64).ravel()]
         if self.keep_obs_shape and self.obs_shape is not None:
             shape = (obs.shape[0], *self.obs_shape)
+            if self.obs_bytes and obs.dtype == np.uint8:
+                return obs.reshape(shape)
             return obs.reshape(shape).astype(np.float32, copy=False)
+        if self.obs_bytes and obs.dtype == np.uint8:
+            return obs.reshape(obs.shape[0], self.obs_dim)
         return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
 
 

@@ -341,7 +341,10 @@ class ObservationEncoding:
     """How observations of one space become the encoder's float input: a Box is flattened over
     its own dimensions, a Discrete one-hot encoded; an image (a 3-D Box) keeps its shape
     `(B, height, width, channels)` for the CNN encoder (rows of its flattened pixels are
-    reshaped to it)."""
+    reshaped to it). An image that arrives as uint8 is scaled to [-1, 1) as RLlib's Atari
+    wrapper `NormalizedImageEnv` scales it (`x / 128 - 1`): frames travel from the env to the
+    learner as bytes, a quarter of their float32 size, and the network computes what it
+    computes on the normalized floats (RLlib's CNN takes bytes as 0-255 floats)."""
 
     def __init__(self, space: gym.Space, where: str) -> None:
         self.image = False
@@ -376,6 +379,8 @@ class ObservationEncoding:
         if self.image:
             if obs.dim() == 2 and obs.shape[-1] == self.dim:  # rows of flattened pixels
                 obs = obs.reshape(obs.shape[0], *self.shape)
+            if obs.dtype == torch.uint8:
+                return obs.to(like.dtype) / 128.0 - 1.0
             return obs.to(like.dtype)
         if len(self.shape) > 1:
             obs = obs.reshape(*obs.shape[: obs.dim() - len(self.shape)], self.dim)

@@ -30,17 +30,28 @@ def _area_weights(size_in: int, size_out: int) -> np.ndarray:
     return weights
 
 
+@functools.lru_cache(maxsize=64)
+def _area_weights32(size_in: int, size_out: int) -> np.ndarray:
+    """`_area_weights` in float32 (cached, read-only)."""
+    weights = _area_weights(size_in, size_out).astype(np.float32)
+    weights.setflags(write=False)
+    return weights
+
+
 def resize(img: np.ndarray, height: int, width: int) -> np.ndarray:
     """`img` (H, W) or (H, W, C) scaled to (height, width) by area averaging, in its own dtype
     (RLlib's `ray.rllib.utils.images.resize` calls OpenCV's INTER_AREA)."""
     img = np.asarray(img)
     if img.ndim not in (2, 3):
         raise ValueError(f"resize: img of shape {img.shape}: expected (H, W) or (H, W, C)")
-    rows = _area_weights(img.shape[0], int(height))
-    columns = _area_weights(img.shape[1], int(width))
+    # Bytes in float32 (twice as fast as float64 for an Atari frame, 210x160 to 84x84: 53 us
+    # against 108; a pixel may round the other way at an exact half), else float64.
+    weights = _area_weights32 if img.dtype == np.uint8 else _area_weights
+    rows = weights(img.shape[0], int(height))
+    columns = weights(img.shape[1], int(width))
     in_height, in_width = img.shape[:2]
     # Rows first on the (H, W * C) matrix, then the columns of each row batch: two products.
-    scaled = (rows @ img.reshape(in_height, -1).astype(np.float64)).reshape(
+    scaled = (rows @ img.reshape(in_height, -1).astype(rows.dtype)).reshape(
         (int(height), in_width) + img.shape[2:]
     )
     # (h, W) @ (W, w); or (w, W) @ (h, W, C), broadcast over the h rows: (h, w, C).

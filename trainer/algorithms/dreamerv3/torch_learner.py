@@ -87,6 +87,7 @@ class DreamerV3TorchLearner(OwnGenerator, TorchLearner):
         # thread, 0.74 s on two; beside a busy process two threads stall. So the updates are
         # timed and the faster count kept; a seeded run stays on one (`AdaptiveTorchThreads`).
         self.update_threads = AdaptiveTorchThreads(seeded=getattr(config, "seed", None) is not None)
+        self.step_threads = None  # (its update's own count, timed above)
         rl_module: Any = self.rl_module
         self.spaces: SpaceInfo = (
             spaces

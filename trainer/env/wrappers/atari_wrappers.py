@@ -350,12 +350,19 @@ def wrap_atari_for_new_api_stack(
     frameskip: int = 4,
     framestack: int | None = None,
     grayscale: bool = True,
+    *,
+    normalize: bool = True,
 ) -> gym.Env:
     """`env` wrapped for RLlib's new-stack Atari experiments, in RLlib 2.60's order: a time
     limit of 108k steps, `GrayScaleAndResize(dim)`, `NormalizedImageEnv`, `MaxAndSkipEnv`
     (when `frameskip` > 1; the env must come from `gym.make`), `NoopResetEnv(30)`,
     `EpisodicLifeEnv`, `FireResetEnv` (when the game has a FIRE action) and
-    `FrameStack(framestack)` (when given). Rewards are not clipped."""
+    `FrameStack(framestack)` (when given). Rewards are not clipped.
+
+    `normalize=False` (localrl's) leaves out `NormalizedImageEnv`: frames stay uint8, a
+    quarter of the bytes from the EnvRunners to the learner, and this project's default torch
+    modules scale them as `NormalizedImageEnv` does, so they compute the same (a user's own
+    module gets the bytes)."""
     if not isinstance(env, gym.Env):
         raise TypeError(
             f"wrap_atari_for_new_api_stack: env={env!r}: expected a gymnasium.Env with ALE's "
@@ -364,7 +371,8 @@ def wrap_atari_for_new_api_stack(
         )
     env = gym.wrappers.TimeLimit(env, max_episode_steps=MAX_EPISODE_STEPS)
     env = WarpFrame(env, dim=dim, grayscale=grayscale)
-    env = NormalizedImageEnv(env)
+    if normalize:
+        env = NormalizedImageEnv(env)
     if frameskip > 1:
         if env.spec is None:
             raise ValueError(

@@ -1,0 +1,245 @@
+"""PPO on an Atari game: env steps per second (learning included) and return, this project
+against Stable-Baselines3 and RLlib 2.60, on the same machine in the same run.
+
+The config is rl-zoo's for Atari PPO (rl-baselines3-zoo `hyperparams/ppo.yml`, `atari`): 8 envs,
+128 steps each per update (1024), 4 epochs of minibatches of 256, lr 2.5e-4, clip 0.1, vf
+coefficient 0.5, entropy coefficient 0.01, gamma 0.99, GAE lambda 0.95, gradient norm 0.5;
+frames as Stable-Baselines3's AtariWrapper makes them (4 skipped with a max over the last two,
+84x84 grayscale, one episode per life, FIRE on reset, rewards clipped to their sign) stacked 4
+deep; the network is the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1, unpadded, then 512 units)
+shared by the policy and the value function. RLlib's model config cannot share the 512-unit
+layer: here and in RLlib each head has its own (3.3M weights; Stable-Baselines3's 1.7M), which
+makes their updates the heavier. Here and in RLlib the frames come from RLlib's
+`wrap_atari_for_new_api_stack(dim=84, framestack=4)` (its rewards are not clipped: the
+learners see the game's, so the returns compare as the game counts them); here with
+`normalize=False`, so frames travel as bytes, as in Stable-Baselines3, and the default module
+scales them as RLlib's wrapper does (the same network inputs).
+
+Each library runs `--frames` frames (4 per env step; default 200k: 50k env steps), from
+before the algorithm is built to the last update; `env steps/s` is env steps over that wall
+time. `return` is the mean game score of the episodes ended in the last quarter of the run
+(one life is an episode to the learners here; the score is the game's).
+Layouts on this machine's cores: Stable-Baselines3 steps its 8 envs in one process
+(`DummyVecEnv`, rl-zoo's); this project and RLlib put 4 envs in each of 2 EnvRunner
+processes.
+
+Prints one line per library, then the ratios (this project's env steps/s over theirs) and the
+CPU model. Each library runs in a process of its own (`--only LIB` runs one and prints JSON).
+
+Run: python bench/atari.py [--game ALE/Pong-v5] [--frames 200000] [--libs localrl sb3 rllib]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+FRAMES_PER_STEP = 4
+NUM_ENVS = 8
+STEPS_PER_ENV = 128
+#: The Nature CNN (Mnih et al. 2015), Stable-Baselines3's `NatureCNN`, in RLlib's terms.
+NATURE_CNN = [[32, [8, 8], 4, "valid"], [64, [4, 4], 2, "valid"], [64, [3, 3], 1, "valid"]]
+
+
+def _cpu_model() -> str:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from report import cpu_model
+
+    return cpu_model()
+
+
+def _episode_scores(results: list[tuple[int, float]], total: int) -> float:
+    """The mean of the per-iteration mean returns over the run's last quarter."""
+    tail = [r for steps, r in results if steps >= 0.75 * total and r == r]
+    return sum(tail) / len(tail) if tail else float("nan")
+
+
+def _ppo_config(config_class: type, game: str) -> object:
+    """This project's or RLlib's PPOConfig with rl-zoo's Atari settings (module doc)."""
+    config = config_class()
+    return (
+        config.environment("atari-84", env_config={"game": game})
+        .framework("torch")
+        .env_runners(
+            num_env_runners=2,
+            num_envs_per_env_runner=NUM_ENVS // 2,
+            rollout_fragment_length=STEPS_PER_ENV,
+        )
+        .training(
+            train_batch_size=NUM_ENVS * STEPS_PER_ENV,
+            minibatch_size=256,
+            num_epochs=4,
+            lr=2.5e-4,
+            clip_param=0.1,
+            vf_loss_coeff=0.5,
+            entropy_coeff=0.01,
+            gamma=0.99,
+            lambda_=0.95,
+            grad_clip=0.5,
+            vf_clip_param=float("inf"),
+        )
+        .rl_module(
+            model_config={
+                "conv_filters": NATURE_CNN,
+                "conv_activation": "relu",
+                "head_fcnet_hiddens": [512],
+                "vf_share_layers": True,
+            }
+        )
+    )
+
+
+def _atari_creator(wrap: object, **options: object) -> object:
+    def make(env_config: dict) -> object:
+        import ale_py  # noqa: F401 - registers the ALE ids (in each EnvRunner process)
+        import gymnasium as gym
+
+        game = env_config.get("game", "ALE/Pong-v5")
+        env = gym.make(game, frameskip=1)
+        return wrap(env, dim=84, framestack=4, **options)  # type: ignore[operator]
+
+    return make
+
+
+def _train(algo: object, frames: int) -> dict:
+    steps, results = 0, []
+    while steps * FRAMES_PER_STEP < frames:
+        result = algo.train()  # type: ignore[attr-defined]
+        runners = result["env_runners"]
+        steps = int(runners["num_env_steps_sampled_lifetime"])
+        results.append((steps, float(runners.get("episode_return_mean", float("nan")))))
+    return {"env_steps": steps, "results": results}
+
+
+def run_localrl(game: str, frames: int) -> dict:
+    import ale_py  # noqa: F401 - registers the ALE ids
+
+    from trainer import PPOConfig
+    from trainer.env.envs import register_env
+    from trainer.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+    register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack, normalize=False))
+    start = time.perf_counter()
+    algo = _ppo_config(PPOConfig, game).build()  # type: ignore[attr-defined]
+    try:
+        out = _train(algo, frames)
+    finally:
+        algo.stop()
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def run_rllib(game: str, frames: int) -> dict:
+    import ray
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+    from ray.tune.registry import register_env
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack))
+    start = time.perf_counter()
+    algo = _ppo_config(PPOConfig, game).build_algo()  # type: ignore[attr-defined]
+    try:
+        out = _train(algo, frames)
+    finally:
+        algo.stop()
+        ray.shutdown()
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def run_sb3(game: str, frames: int) -> dict:
+    import ale_py  # noqa: F401
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    start = time.perf_counter()
+    env = VecFrameStack(make_atari_env(game, n_envs=NUM_ENVS, seed=0), n_stack=4)
+
+    def linear(x: float):  # rl-zoo's lin_X
+        return lambda remaining: remaining * x
+
+    model = PPO(
+        "CnnPolicy",
+        env,
+        n_steps=STEPS_PER_ENV,
+        n_epochs=4,
+        batch_size=256,
+        learning_rate=linear(2.5e-4),
+        clip_range=linear(0.1),
+        vf_coef=0.5,
+        ent_coef=0.01,
+        seed=0,
+        verbose=0,
+    )
+    results: list[tuple[int, float]] = []
+
+    class Record(BaseCallback):
+        def _on_rollout_end(self) -> None:
+            buffer = self.model.ep_info_buffer
+            score = sum(e["r"] for e in buffer) / len(buffer) if buffer else float("nan")
+            results.append((self.model.num_timesteps, score))
+
+        def _on_step(self) -> bool:
+            return True
+
+    model.learn(total_timesteps=frames // FRAMES_PER_STEP, callback=Record())
+    env.close()
+    return {
+        "env_steps": model.num_timesteps,
+        "results": results,
+        "seconds": time.perf_counter() - start,
+    }
+
+
+RUNNERS = {"localrl": run_localrl, "sb3": run_sb3, "rllib": run_rllib}
+LABELS = {"localrl": "localrl", "sb3": "Stable-Baselines3", "rllib": "RLlib 2.60"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--game", default="ALE/Pong-v5")
+    parser.add_argument("--frames", type=int, default=200_000)
+    parser.add_argument("--libs", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
+    parser.add_argument("--only", choices=list(RUNNERS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.only:
+        print(json.dumps(RUNNERS[args.only](args.game, args.frames)))
+        return
+    rates = {}
+    for lib in args.libs:
+        done = subprocess.run(
+            [sys.executable, __file__, "--only", lib, "--game", args.game]
+            + ["--frames", str(args.frames)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            print(f"{LABELS[lib]}: failed\n{done.stderr[-3000:]}", flush=True)
+            continue
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        rates[lib] = out["env_steps"] / out["seconds"]
+        print(
+            f"{LABELS[lib]}: PPO {args.game}, {out['env_steps'] * FRAMES_PER_STEP} frames "
+            f"({out['env_steps']} env steps) in {out['seconds']:.1f} s: "
+            f"{rates[lib]:.1f} env steps/s, return "
+            f"{_episode_scores(out['results'], out['env_steps']):.2f} (last quarter)",
+            flush=True,
+        )
+    for lib in ("sb3", "rllib"):
+        if "localrl" in rates and lib in rates:
+            print(
+                f"ratio localrl / {LABELS[lib]}: {rates['localrl'] / rates[lib]:.2f}x "
+                f"env steps per second"
+            )
+    print(f"CPU: {_cpu_model()}, {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""SAC on MuJoCo's HalfCheetah-v5 for 50k env steps: env steps per second (learning included)
+and return, this project against Stable-Baselines3 on the same machine in the same run.
+
+The config is rl-zoo's for SAC on HalfCheetah (rl-baselines3-zoo `hyperparams/sac.yml`): 10k
+random steps before learning, then one gradient step of a 256-transition batch per env step,
+lr 3e-4 (policy, critics and temperature), tau 0.005, gamma 0.99, a 1M-transition buffer,
+two 256-unit layers for the policy and each of the two critics, the entropy temperature
+learned towards -|A|. One env, stepped in the learner's process (SB3's `DummyVecEnv` of one;
+here `num_env_runners=0`).
+
+Each library runs `--steps` env steps (default 50k) from before the algorithm is built; `env
+steps/s` is env steps over that wall time and `return` the mean return of the last 5 episodes
+(HalfCheetah's episodes are 1000 steps).
+
+Prints one line per library, the ratio (this project's env steps/s over Stable-Baselines3's)
+and the CPU model. Each library runs in a process of its own (`--only LIB` runs one, prints
+JSON).
+
+Run: python bench/mujoco_sac.py [--steps 50000] [--libs localrl sb3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ENV = "HalfCheetah-v5"
+LEARNING_STARTS = 10_000
+
+
+def run_localrl(steps: int) -> dict:
+    from trainer.algorithms.sac import SACConfig
+
+    start = time.perf_counter()
+    config = (
+        SACConfig()
+        .environment(ENV)
+        .env_runners(num_env_runners=0, rollout_fragment_length=1)
+        .training(
+            actor_lr=3e-4,
+            critic_lr=3e-4,
+            alpha_lr=3e-4,
+            tau=0.005,
+            gamma=0.99,
+            train_batch_size=256,
+            num_steps_sampled_before_learning_starts=LEARNING_STARTS,
+            training_intensity=256,  # one batch of 256 per env step
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 1_000_000},
+            policy_model_config={"fcnet_hiddens": [256, 256]},
+            q_model_config={"fcnet_hiddens": [256, 256]},
+        )
+        .reporting(min_sample_timesteps_per_iteration=1000)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    returns: list[float] = []
+    try:
+        sampled = 0
+        while sampled < steps:
+            result = algo.train()
+            runners = result["env_runners"]
+            sampled = int(runners["num_env_steps_sampled_lifetime"])
+            if runners.get("episode_return_mean") == runners.get("episode_return_mean"):
+                returns.append(float(runners["episode_return_mean"]))
+    finally:
+        algo.stop()
+    return {"env_steps": sampled, "seconds": time.perf_counter() - start, "return": returns[-1]}
+
+
+def run_sb3(steps: int) -> dict:
+    from stable_baselines3 import SAC
+
+    start = time.perf_counter()
+    model = SAC("MlpPolicy", ENV, learning_starts=LEARNING_STARTS, seed=0, verbose=0)
+    model.learn(total_timesteps=steps)
+    buffer = list(model.ep_info_buffer)[-5:]
+    return {
+        "env_steps": model.num_timesteps,
+        "seconds": time.perf_counter() - start,
+        "return": sum(e["r"] for e in buffer) / len(buffer) if buffer else float("nan"),
+    }
+
+
+RUNNERS = {"localrl": run_localrl, "sb3": run_sb3}
+LABELS = {"localrl": "localrl", "sb3": "Stable-Baselines3"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--libs", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
+    parser.add_argument("--only", choices=list(RUNNERS), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.only:
+        print(json.dumps(RUNNERS[args.only](args.steps)))
+        return
+    rates = {}
+    for lib in args.libs:
+        done = subprocess.run(
+            [sys.executable, __file__, "--only", lib, "--steps", str(args.steps)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            print(f"{LABELS[lib]}: failed\n{done.stderr[-3000:]}", flush=True)
+            continue
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        rates[lib] = out["env_steps"] / out["seconds"]
+        print(
+            f"{LABELS[lib]}: SAC {ENV}, {out['env_steps']} env steps in {out['seconds']:.1f} s: "
+            f"{rates[lib]:.1f} env steps/s, return {out['return']:.1f} (last episodes)",
+            flush=True,
+        )
+    if len(rates) == 2:
+        print(f"ratio localrl / Stable-Baselines3: {rates['localrl'] / rates['sb3']:.2f}x")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from report import cpu_model
+
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
