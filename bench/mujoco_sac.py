@@ -50,9 +50,8 @@ def run_localrl(steps: int) -> dict:
             num_steps_sampled_before_learning_starts=LEARNING_STARTS,
             training_intensity=256,  # one batch of 256 per env step
             replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 1_000_000},
-            policy_model_config={"fcnet_hiddens": [256, 256]},
-            q_model_config={"fcnet_hiddens": [256, 256]},
         )
+        .rl_module(model_config={"fcnet_hiddens": [256, 256]})
         .reporting(min_sample_timesteps_per_iteration=1000)
         .debugging(seed=0)
     )

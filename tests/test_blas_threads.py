@@ -274,4 +274,5 @@ def test_the_untimed_rest_of_an_update_runs_on_one_thread(monkeypatch, unsized):
 
     # (blas_threads_seen also checks that the pools are back at 2 afterwards.)
     seen = blas_threads_seen(monkeypatch, PPOLearner, "build_train_batch", two_updates)
-    assert seen == [[1], [1]]
+    # (One entry per BLAS library loaded: an env family's package may bring its own.)
+    assert len(seen) == 2 and all(pools and set(pools) == {1} for pools in seen), seen

@@ -68,13 +68,23 @@ def test_a_missing_family_is_refused_at_environment_with_its_extra():
 def test_dm_control_tasks_train_and_render_without_a_display():
     from trainer.env.wrappers.dm_control_wrapper import ActionClip, DMCEnv
 
-    pixels = DMCEnv("cartpole", "swingup", from_pixels=True, height=32, width=32)
-    obs, _ = pixels.reset(seed=0)
-    assert obs.shape == (3, 32, 32) and obs.dtype == np.float32
-    assert -0.5 <= obs.min() and obs.max() <= 0.5 and obs.std() > 0
-    with pytest.raises(ValueError, match="outside the action space"):
-        pixels.step(np.array([2.0], np.float32))
-    pixels.close()
+    # From pixels in a fresh interpreter without a display: DMCEnv picks EGL before
+    # dm_control chooses its renderer (which it does once per process, at its first import).
+    code = (
+        "import os, numpy as np\n"
+        "os.environ.pop('DISPLAY', None); os.environ.pop('MUJOCO_GL', None)\n"
+        "from trainer.env.wrappers.dm_control_wrapper import DMCEnv\n"
+        "env = DMCEnv('cartpole', 'swingup', from_pixels=True, height=32, width=32)\n"
+        "obs, _ = env.reset(seed=0)\n"
+        "print(obs.shape, obs.dtype, obs.min() >= -0.5, obs.max() <= 0.5, obs.std() > 0)\n"
+        "try:\n"
+        "    env.step(np.array([2.0], np.float32))\n"
+        "except ValueError as error:\n"
+        "    print(error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "(3, 32, 32) float32 True True True" in out.stdout, out.stdout + out.stderr[-2000:]
+    assert "outside the action space" in out.stdout
 
     register_env("dmc_cartpole", lambda cfg: ActionClip(DMCEnv("cartpole", "swingup")))
     config = (
@@ -208,10 +218,16 @@ def test_learner_group_takes_a_whole_multi_module_state_with_weightless_modules(
     """RLlib's league callback sets the EnvRunner's whole MultiRLModule state on the learners:
     a module without weights (RandomRLModule, which no learner trains) is passed over; an
     unknown module with weights is still refused."""
+    import pyspiel
+
     from trainer.core.multi_rl_module import MultiRLModuleSpec
     from trainer.core.rl_module import RLModuleSpec
+    from trainer.env.wrappers.open_spiel import OpenSpielEnv
     from trainer.examples.rl_modules.classes.random_rlm import RandomRLModule
 
+    register_env(
+        "connect_four_for_weights", lambda _: OpenSpielEnv(pyspiel.load_game("connect_four"))
+    )
     config = (
         PPOConfig()
         .environment("connect_four_for_weights")
@@ -229,13 +245,6 @@ def test_learner_group_takes_a_whole_multi_module_state_with_weightless_modules(
                 }
             )
         )
-    )
-    import pyspiel
-
-    from trainer.env.wrappers.open_spiel import OpenSpielEnv
-
-    register_env(
-        "connect_four_for_weights", lambda _: OpenSpielEnv(pyspiel.load_game("connect_four"))
     )
     algo = config.build()
     try:

@@ -32,6 +32,7 @@ import numpy as np
 
 from trainer.checkpoints import CheckpointError
 from trainer.cli.evaluate import load_for_evaluation, resolve_checkpoint
+from trainer.export.reader import load as load_exported_policy
 
 #: The export's files (`trainer.export`: the ONNX graph, the numpy export's network) and the
 #: ONNX metadata key of the policy's description.
@@ -89,10 +90,8 @@ class ExportedPolicy:
             spec = json.loads(self._session.get_modelmeta().custom_metadata_map[DESCRIPTION])
             self._inputs = {i.name: i for i in self._session.get_inputs()}
         else:
-            from trainer.export.reader import load
-
             self.kind = "numpy"
-            self._policy = load(path)
+            self._policy = load_exported_policy(path)
             spec = self._policy.spec
         self.module_id = str(spec.get("module_id", DEFAULT_POLICY))
         self._action_space = spec["action_space"]
