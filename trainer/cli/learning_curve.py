@@ -8,6 +8,7 @@ touched. The file is replaced atomically, so a reader never sees half a PNG.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import threading
 from typing import Any
@@ -25,11 +26,10 @@ PLOT_FILE = "learning_curve.png"
 
 
 def matplotlib_available() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether matplotlib is installed: found, not imported (`import_in_background` may be
+    importing it on another thread, and a second importer racing its initialisation saw a
+    half-made module in a CI run)."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _figure_classes() -> tuple[type, type]:
