@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from trainer.offline.files import import_extra
+from trainer.util.msgpack_numpy import from_map, is_numpy_map, to_map
 
 
 def _msgpack() -> Any:
@@ -23,31 +24,13 @@ def _msgpack() -> Any:
 
 
 def _encode(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "OV":
-            raise TypeError(f"an array of dtype {value.dtype} has no msgpack-numpy layout")
-        return {
-            b"nd": True,
-            b"type": value.dtype.str,
-            b"kind": b"",
-            b"shape": list(value.shape),
-            b"data": np.ascontiguousarray(value).tobytes(),
-        }
-    if isinstance(value, np.generic):
-        return {b"nd": False, b"type": value.dtype.str, b"data": value.tobytes()}
+    if isinstance(value, (np.ndarray, np.generic)):
+        return to_map(value)
     raise TypeError(f"cannot pack a {type(value).__name__} into a recorded episode")
 
 
 def _decode(value: dict) -> Any:
-    nd = value.get(b"nd", value.get("nd"))
-    if nd is None:
-        return value
-    dtype = np.dtype(value.get(b"type", value.get("type")))
-    data: bytes = value.get(b"data", value.get("data")) or b""
-    if nd is True:
-        shape = value.get(b"shape", value.get("shape"))
-        return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
-    return np.frombuffer(data, dtype=dtype)[0]
+    return from_map(value) if is_numpy_map(value) else value
 
 
 def pack_episode(state: dict) -> bytes:

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import ormsgpack
 
+from trainer.util.msgpack_numpy import PickledArray, from_map, is_numpy_map, to_map
+
 #: Bytes in a message's length header.
 HEADER_BYTES = 8
 
@@ -63,51 +65,29 @@ class RLlink(Enum):
 
 
 def _encode(obj: Any) -> Any:
-    """msgpack_numpy's form of a numpy array or scalar (ormsgpack's `default` hook)."""
-    if isinstance(obj, np.ndarray):
-        if obj.dtype.kind in "OV":
-            raise TypeError(f"an array of dtype {obj.dtype} cannot travel over RLlink")
-        return {
-            b"nd": True,
-            b"type": obj.dtype.str,
-            b"kind": b"",
-            b"shape": list(obj.shape),
-            b"data": np.ascontiguousarray(obj).tobytes(),
-        }
-    if isinstance(obj, (np.bool_, np.number)):
-        return {b"nd": False, b"type": obj.dtype.str, b"data": obj.tobytes()}
-    if isinstance(obj, tuple):
-        return list(obj)
+    """msgpack-numpy's map of a numpy array or scalar (ormsgpack's `default` hook)."""
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return to_map(obj)
     raise TypeError(f"{type(obj).__name__} cannot travel over RLlink")
 
 
 def _decode(obj: Any) -> Any:
-    """The message with msgpack_numpy's maps turned back into arrays and scalars; every other
-    bytes key becomes text."""
+    """The message with msgpack-numpy's maps turned back into arrays and scalars (an object
+    array, which msgpack-numpy pickles, is None: never unpickled); every other bytes key
+    becomes text."""
     if isinstance(obj, list):
         return [_decode(item) for item in obj]
     if not isinstance(obj, dict):
         return obj
-    if b"nd" in obj and b"type" in obj and b"data" in obj:
-        return _decode_numpy(obj)
+    if is_numpy_map(obj):
+        try:
+            return from_map(obj)
+        except PickledArray:
+            return None
     return {
         (key.decode("utf-8", "replace") if isinstance(key, bytes) else key): _decode(value)
         for key, value in obj.items()
     }
-
-
-def _decode_numpy(obj: dict) -> Any:
-    kind = obj.get(b"kind", b"")
-    if kind in (b"O", "O") or not isinstance(obj[b"type"], str):
-        return None  # pickled objects (msgpack_numpy's object arrays) are never unpickled
-    dtype = np.dtype(obj[b"type"])
-    if dtype.kind in "OV":
-        return None
-    data = obj[b"data"]
-    if obj[b"nd"] is True:
-        shape = tuple(int(n) for n in obj[b"shape"])
-        return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
-    return np.frombuffer(data, dtype=dtype)[0]
 
 
 def pack(message: dict) -> bytes:
