@@ -34,22 +34,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
+
+from libraries import print_ratios, run_each
 
 FRAMES_PER_STEP = 4
 NUM_ENVS = 8
 STEPS_PER_ENV = 128
 #: The Nature CNN (Mnih et al. 2015), Stable-Baselines3's `NatureCNN`, in RLlib's terms.
 NATURE_CNN = [[32, [8, 8], 4, "valid"], [64, [4, 4], 2, "valid"], [64, [3, 3], 1, "valid"]]
-
-
-def _cpu_model() -> str:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from report import cpu_model
-
-    return cpu_model()
 
 
 def _episode_scores(results: list[tuple[int, float]], total: int) -> float:
@@ -212,33 +205,19 @@ def main() -> None:
     if args.only:
         print(json.dumps(RUNNERS[args.only](args.game, args.frames)))
         return
-    rates = {}
-    for lib in args.libs:
-        done = subprocess.run(
-            [sys.executable, __file__, "--only", lib, "--game", args.game]
-            + ["--frames", str(args.frames)],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            print(f"{LABELS[lib]}: failed\n{done.stderr[-3000:]}", flush=True)
-            continue
-        out = json.loads(done.stdout.strip().splitlines()[-1])
-        rates[lib] = out["env_steps"] / out["seconds"]
-        print(
-            f"{LABELS[lib]}: PPO {args.game}, {out['env_steps'] * FRAMES_PER_STEP} frames "
+    rates = run_each(
+        __file__,
+        args.libs,
+        ["--game", args.game, "--frames", str(args.frames)],
+        LABELS,
+        lambda out: (
+            f"PPO {args.game}, {out['env_steps'] * FRAMES_PER_STEP} frames "
             f"({out['env_steps']} env steps) in {out['seconds']:.1f} s: "
-            f"{rates[lib]:.1f} env steps/s, return "
-            f"{_episode_scores(out['results'], out['env_steps']):.2f} (last quarter)",
-            flush=True,
-        )
-    for lib in ("sb3", "rllib"):
-        if "localrl" in rates and lib in rates:
-            print(
-                f"ratio localrl / {LABELS[lib]}: {rates['localrl'] / rates[lib]:.2f}x "
-                f"env steps per second"
-            )
-    print(f"CPU: {_cpu_model()}, {os.cpu_count()} cores")
+            f"{out['env_steps'] / out['seconds']:.1f} env steps/s, return "
+            f"{_episode_scores(out['results'], out['env_steps']):.2f} (last quarter)"
+        ),
+    )
+    print_ratios(rates, LABELS)
 
 
 if __name__ == "__main__":

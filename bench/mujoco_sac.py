@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 import time
+
+from libraries import print_ratios, run_each
 
 ENV = "HalfCheetah-v5"
 LEARNING_STARTS = 10_000
@@ -97,29 +96,18 @@ def main() -> None:
     if args.only:
         print(json.dumps(RUNNERS[args.only](args.steps)))
         return
-    rates = {}
-    for lib in args.libs:
-        done = subprocess.run(
-            [sys.executable, __file__, "--only", lib, "--steps", str(args.steps)],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            print(f"{LABELS[lib]}: failed\n{done.stderr[-3000:]}", flush=True)
-            continue
-        out = json.loads(done.stdout.strip().splitlines()[-1])
-        rates[lib] = out["env_steps"] / out["seconds"]
-        print(
-            f"{LABELS[lib]}: SAC {ENV}, {out['env_steps']} env steps in {out['seconds']:.1f} s: "
-            f"{rates[lib]:.1f} env steps/s, return {out['return']:.1f} (last episodes)",
-            flush=True,
-        )
-    if len(rates) == 2:
-        print(f"ratio localrl / Stable-Baselines3: {rates['localrl'] / rates['sb3']:.2f}x")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from report import cpu_model
-
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    rates = run_each(
+        __file__,
+        args.libs,
+        ["--steps", str(args.steps)],
+        LABELS,
+        lambda out: (
+            f"SAC {ENV}, {out['env_steps']} env steps in {out['seconds']:.1f} s: "
+            f"{out['env_steps'] / out['seconds']:.1f} env steps/s, return {out['return']:.1f} "
+            "(last episodes)"
+        ),
+    )
+    print_ratios(rates, LABELS)
 
 
 if __name__ == "__main__":
