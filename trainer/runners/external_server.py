@@ -26,6 +26,7 @@ sent yet is lost. `sample()` waits at most `sample_timeout_s` for a client's epi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 import socket
@@ -303,10 +304,9 @@ class EnvRunnerServerForExternalInference(EnvRunner):
             sock = getattr(self, name)
             setattr(self, name, None)
             if sock is not None:
-                try:
+                # (OSError: not connected, a listening socket, or already gone.)
+                with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass  # not connected (a listening socket), or already gone
                 sock.close()
 
 
