@@ -434,3 +434,66 @@ def test_ppo_with_the_default_cnn_starts_learning_dot_to_target_in_an_env_runner
         assert env.action_space.contains(int(action)) and np.isfinite(total)
     finally:
         algo.stop()
+
+
+class _SmallImages(gym.Env):
+    """32x32 images: a size RLlib has no preset CNN for."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (32, 32, 3), np.float32)
+    action_space = ACTIONS
+
+    def __init__(self, config: Any = None):
+        self._steps = 0
+
+    def reset(self, *, seed: Any = None, options: Any = None) -> tuple[np.ndarray, dict]:
+        self._steps = 0
+        return np.zeros((32, 32, 3), np.float32), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self._steps += 1
+        return np.zeros((32, 32, 3), np.float32), 0.0, False, self._steps >= 20, {}
+
+
+def test_a_config_without_framework_runs_images_on_rllibs_cnn(tmp_path):
+    """RLlib's default framework is torch and its default module for images its CNN: a
+    config that chose no framework runs image observations on torch's default module (the
+    EnvRunner process's too), checkpoints as torch, and restores as torch. framework('numpy')
+    keeps the MLP; a size without a preset CNN stays on the numpy MLP with a warning."""
+    config = (
+        PPOConfig()
+        .environment(DotToTarget)
+        .env_runners(num_env_runners=1, rollout_fragment_length=100)
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+    )
+    assert not config.uses_torch  # the spaces are known once the EnvRunners run
+    algo = config.build()
+    try:
+        assert algo.config.framework_str == "torch" and algo.config.uses_torch
+        assert any(isinstance(m, CNNEncoder) for m in algo.get_module().modules())
+        runner_shapes = algo.env_runner_group.foreach_env_runner(
+            lambda runner: runner.module.rl_module.observation_space.shape,
+            local_env_runner=False,
+        )
+        assert runner_shapes == [(10, 10, 3)]
+        assert algo.train()["env_runners"]["num_env_steps_sampled_lifetime"] >= 200
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        assert restored.config.framework_str == "torch"
+        assert any(isinstance(m, CNNEncoder) for m in restored.get_module().modules())
+    finally:
+        restored.stop()
+    kept = config.copy().framework("numpy").env_runners(num_env_runners=0).build()
+    try:
+        assert kept.config.framework_str == "numpy" and not kept.config.uses_torch
+    finally:
+        kept.stop()
+    small = config.copy().environment(_SmallImages).env_runners(num_env_runners=0)
+    with pytest.warns(UserWarning, match=r"\(32, 32, 3\).*no preset CNN.*conv_filters"):
+        flat = small.build()
+    try:
+        assert not flat.config.uses_torch
+    finally:
+        flat.stop()

@@ -275,13 +275,10 @@ class Algorithm(OldAlgorithmNames):
         modules' configured weights sent out; then fires `on_algorithm_init`. A subclass that
         adds its own parts (a shared store its actors reach, say) overrides it, calling
         `super().setup(config)` first; a failure stops whatever was started."""
-        self.env_runner_group = EnvRunnerGroup(
-            config,
-            make_env_creator(config.env),
-            on_recreated=lambda indices: self._runners_recreated(indices, False),
-            weights_synced_at_start=True,
-            tune_trial_id=self.trial_id,
-        )  # sync_weights() below, before any use
+        self.env_runner_group = self._training_runner_group(config)
+        torch_reason = config.image_torch_reason(spaces_of(self.env_runner_group))
+        if torch_reason is not None:  # images, and no framework chosen: RLlib's CNN
+            config = self._rebuilt_on_torch(config, torch_reason)
         if config.output is not None:
             self.env_runner_group.recorder = OfflineRecorder(config)
         self._evaluation = EvaluationRounds(self)
@@ -296,6 +293,29 @@ class Algorithm(OldAlgorithmNames):
         self.sync_weights()
         self._refresh_counters()
         self._callbacks.fire("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
+
+    def _training_runner_group(self, config: AlgorithmConfig) -> EnvRunnerGroup:
+        """The training EnvRunners, their weights synced by `setup` before any use."""
+        return EnvRunnerGroup(
+            config,
+            make_env_creator(config.env),
+            on_recreated=lambda indices: self._runners_recreated(indices, False),
+            weights_synced_at_start=True,
+            tune_trial_id=self.trial_id,
+        )
+
+    def _rebuilt_on_torch(self, config: AlgorithmConfig, reason: str) -> AlgorithmConfig:
+        """`config` on `framework("torch")`, which becomes `self.config`, and the EnvRunners
+        rebuilt for it (`FrameworkSection.image_torch_reason` says when: the EnvRunners'
+        spaces are known only once they run)."""
+        logger.info("%s runs on torch: %s", type(self).__name__, reason)
+        self.env_runner_group.stop()
+        torch_config = config.copy(copy_frozen=False).framework("torch")
+        prestart_workers(torch_config)
+        torch_config.validate()
+        self.config = torch_config.freeze()
+        self.env_runner_group = self._training_runner_group(self.config)
+        return self.config
 
     def _build_learners(self) -> None:
         """RLlib's `Learner.build()` hook, once, on each torch learner (each module's of a

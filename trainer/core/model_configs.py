@@ -281,6 +281,13 @@ ATARI_HELP = (
 )
 
 
+def has_filter_preset(shape: Any, size: int) -> bool:
+    """Whether an image `shape` is `[size, size, K]` or `[K, size, size]`: RLlib's match of
+    a preset `conv_filters` stack (`FILTER_PRESETS[size]`)."""
+    dims = [int(d) for d in shape]
+    return dims[:2] == [size, size] or dims[1:] == [size, size]
+
+
 def get_filter_config(shape: Any) -> list[list[Any]]:
     """RLlib's `ray.rllib.models.utils.get_filter_config`: the preset `conv_filters` for an
     image `shape` (`[size, size, K]` or `[K, size, size]`); ValueError naming `conv_filters`
@@ -288,7 +295,7 @@ def get_filter_config(shape: Any) -> list[list[Any]]:
     dims = [int(d) for d in shape]
     if len(dims) in (2, 3):
         for size, filters in FILTER_PRESETS.items():
-            if dims[:2] == [size, size] or dims[1:] == [size, size]:
+            if has_filter_preset(dims, size):
                 return [list(f) for f in filters]
     atari_help = ATARI_HELP if dims == [210, 160, 3] else ""
     sizes = ", ".join(f"{s}x{s}" for s in FILTER_PRESETS)

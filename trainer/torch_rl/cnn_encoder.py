@@ -25,14 +25,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from trainer.core.model_configs import FILTER_PRESETS, has_filter_preset
+
 #: RLlib's preset stacks by image size (`get_filter_config`), checked in this order.
-CONV_FILTER_PRESETS: dict[int, list[list[Any]]] = {
-    96: [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 2]],  # CarRacing
-    84: [[16, [8, 8], 4], [32, [4, 4], 2], [256, [11, 11], 1]],  # Atari
-    64: [[16, [4, 4], 2], [32, [4, 4], 2], [64, [4, 4], 2], [128, [4, 4], 2]],  # Dreamer XS
-    42: [[16, [4, 4], 2], [32, [4, 4], 2], [256, [11, 11], 1]],  # half-size Atari
-    10: [[16, [5, 5], 2], [32, [5, 5], 2]],  # RLlib's test images
-}
+CONV_FILTER_PRESETS = FILTER_PRESETS
 
 #: RLlib's activation names for the convolutions; None and "linear" add no layer.
 _CONV_ACTIVATIONS: dict[str, type[nn.Module] | None] = {
@@ -52,7 +48,7 @@ def default_conv_filters(shape: tuple[int, ...]) -> list[list[Any]]:
     `conv_filters` when there is none."""
     dims = list(shape)
     for size, filters in CONV_FILTER_PRESETS.items():
-        if dims[:2] == [size, size] or dims[1:] == [size, size]:
+        if has_filter_preset(dims, size):
             return [list(f) for f in filters]
     sizes = ", ".join(f"[{s}, {s}, K]" for s in CONV_FILTER_PRESETS)
     raise ValueError(

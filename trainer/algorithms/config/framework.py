@@ -5,13 +5,16 @@ config runs on it."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided, algorithm_registry
 from trainer.algorithms.config.classes import AlgorithmClasses
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.capabilities import TORCH
+from trainer.core.model_configs import FILTER_PRESETS, has_filter_preset
 from trainer.core.models import torch_only_request
 from trainer.errors import ConfigError
 from trainer.torch_rl import require_torch
@@ -127,6 +130,56 @@ class FrameworkSection(ConfigBase):
             if request is not None:
                 return f"{name} model config {request} (a model only the torch modules build)"
         return None
+
+    def image_torch_reason(self, spaces: Any) -> str | None:
+        """Why a config that chose no framework should run on torch for `spaces` (the
+        EnvRunners' module spaces: a `SpaceInfo`, or `{module_id: (obs space, action
+        space)}`), or None. RLlib's default module for image observations (3-D Boxes) is its
+        CNN, on RLlib's default framework, torch; the numpy networks here are MLPs, which would
+        take the image as one flat row. So a config without `framework()`, without its own
+        module or learner classes and without a torch request of its own runs such
+        observations on torch's default modules, where torch is installed (without it: the
+        numpy MLP, with a warning naming the torch extra)."""
+        if self.is_given("framework_str") or self.torch_reason is not None:
+            return None
+        spec = self.__dict__.get("_rl_module_spec")
+        own_specs = getattr(spec, "rl_module_specs", None)
+        named = list(own_specs.values()) if isinstance(own_specs, dict) else [own_specs or spec]
+        if any(getattr(each, "module_class", None) is not None for each in named):
+            return None  # the user's own modules decide their networks
+        if self.__dict__.get("_learner_class") is not None:
+            return None
+        shapes = (
+            [getattr(obs, "shape", None) for obs, _ in spaces.values()]
+            if isinstance(spaces, dict)
+            else [spaces.obs_shape]
+        )
+        image = next((s for s in shapes if s is not None and len(s) == 3), None)
+        if image is None:
+            return None
+        if not any(has_filter_preset(image, size) for size in FILTER_PRESETS):
+            warnings.warn(
+                f"{type(self).__name__}: the observations are images of shape {tuple(image)}, "
+                "for which RLlib has no preset CNN (RLlib raises, naming "
+                "model_config['conv_filters']); the numpy MLP takes each image as one flat "
+                "row. Give rl_module(model_config={'conv_filters': [...]}) for a CNN (on torch).",
+                stacklevel=2,
+            )
+            return None
+        reason = (
+            f"the observations are images of shape {tuple(image)}: RLlib's default module for "
+            "them is its CNN encoder, which the torch modules build (the numpy networks are "
+            "MLPs); set framework('numpy') to keep the MLP"
+        )
+        if importlib.util.find_spec("torch") is None:
+            warnings.warn(
+                f"{type(self).__name__}: {reason}; torch is not installed, so the numpy MLP "
+                "takes each image as one flat row. Install the torch extra (pip install -e "
+                "'.[torch]') for RLlib's CNN, or set framework('numpy') to keep the MLP.",
+                stacklevel=2,
+            )
+            return None
+        return reason
 
     def _torch_only_model_request(self) -> str | None:
         """What the config's model config, or a module spec's own over it (a
