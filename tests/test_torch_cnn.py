@@ -7,6 +7,7 @@ with `framework("torch")` learning it in an EnvRunner process."""
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.util
 import math
 from pathlib import Path
@@ -497,3 +498,24 @@ def test_a_config_without_framework_runs_images_on_rllibs_cnn(tmp_path):
         assert not flat.config.uses_torch
     finally:
         flat.stop()
+
+
+def test_the_cnn_convolves_channels_last_views_with_channels_first_results():
+    """The stack keeps its kernels channels-last and convolves the env's images as a
+    channels-last view (no copy); its outputs equal torch's on channels-first copies."""
+    module = cnn_module(84, 4)
+    cnn = next(m for m in module.modules() if isinstance(m, CNNEncoder)).net[0]
+    kernels = [conv.weight for conv in convolutions(cnn)]
+    assert kernels and all(k.is_contiguous(memory_format=torch.channels_last) for k in kernels)
+    images = torch.rand(5, 84, 84, 4)
+    reference = nn.Sequential(*[copy_to_channels_first(layer) for layer in cnn.cnn])
+    expected = reference(images.permute(0, 3, 1, 2).contiguous()).permute(0, 2, 3, 1)
+    torch.testing.assert_close(cnn(images), expected, rtol=1e-5, atol=1e-5)
+
+
+def copy_to_channels_first(layer: nn.Module) -> nn.Module:
+    """`layer` with its parameters copied row-major (torch's default layout)."""
+    twin = copy.deepcopy(layer)
+    for param in twin.parameters():
+        param.data = param.data.contiguous()
+    return twin

@@ -235,6 +235,22 @@ def adam_kernel(params: list[torch.Tensor]) -> dict[str, bool]:
     return {"fused": True} if fused else {"foreach": True}
 
 
+def _moments_in_parameter_layout(optimizer: torch.optim.Optimizer) -> None:
+    """Lays each per-parameter state tensor of `optimizer` (Adam's moments) out in memory as
+    its parameter is (a convolution's kernel is channels-last, `TorchCNN`): torch's
+    `load_state_dict` keeps a loaded moment row-major, and the fused Adam kernel, which reads a
+    parameter and its moments by memory position, then paired elements of the two layouts
+    (a restored CNN's run drifted from the uninterrupted one's)."""
+    for param, state in optimizer.state.items():
+        for key, value in state.items():
+            if (
+                isinstance(value, torch.Tensor)
+                and value.shape == param.shape
+                and value.stride() != param.stride()
+            ):
+                state[key] = torch.empty_like(param, dtype=value.dtype).copy_(value)
+
+
 def global_norm(gradients: list[torch.Tensor]) -> float:
     """The L2 norm of all `gradients` together: NaN or infinite when any element is (RLlib's
     `compute_global_norm` maps infinities to 1e9; the finite check needs to see them)."""
@@ -1449,6 +1465,7 @@ class TorchLearner(Learner):
         for group, rate in zip(full["param_groups"], state["lr"], strict=True):
             group["lr"] = float(rate)
         optimizer.load_state_dict(full)
+        _moments_in_parameter_layout(optimizer)
         for scheduler, scheduler_state in zip(
             entry.lr_schedulers, state["lr_schedulers"], strict=True
         ):

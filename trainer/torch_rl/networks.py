@@ -379,8 +379,8 @@ class ObservationEncoding:
         if self.image:
             if obs.dim() == 2 and obs.shape[-1] == self.dim:  # rows of flattened pixels
                 obs = obs.reshape(obs.shape[0], *self.shape)
-            if obs.dtype == torch.uint8:
-                return obs.to(like.dtype) / 128.0 - 1.0
+            if obs.dtype == torch.uint8:  # x / 128 - 1, in the one new tensor
+                return obs.to(like.dtype).mul_(1.0 / 128.0).sub_(1.0)
             return obs.to(like.dtype)
         if len(self.shape) > 1:
             obs = obs.reshape(*obs.shape[: obs.dim() - len(self.shape)], self.dim)
