@@ -174,6 +174,24 @@ def test_max_and_skip_sums_rewards_and_takes_the_brighter_of_the_last_two_frames
         ours.MaxAndSkipEnv(game, skip=0)
 
 
+def test_max_and_skip_images_only_the_two_frames_it_reads(monkeypatch):
+    """Under the frame skip, RLlib's order grayscales and resizes every frame; only the last
+    two reach the maximum, so the others are stepped beneath the image wrappers (the same
+    rewards, ends and observations: test_new_stack_wrapping_plays_as_rllibs)."""
+    imaged = []
+    observation = ours.GrayScaleAndResize.observation
+    monkeypatch.setattr(
+        ours.GrayScaleAndResize,
+        "observation",
+        lambda self, frame: imaged.append(1) or observation(self, frame),
+    )
+    env = ours.MaxAndSkipEnv(ours.NormalizedImageEnv(ours.GrayScaleAndResize(_catch(), 42)), 4)
+    env.reset(seed=0)
+    imaged.clear()
+    obs, *_ = env.step(0)
+    assert len(imaged) == 2 and obs.shape == (42, 42, 1)
+
+
 def test_episodic_life_ends_episodes_at_lost_lives_and_resets_the_game_at_game_over():
     game = ScriptedALE(life_losses=(2, 4, 6))
     env = ours.EpisodicLifeEnv(game)

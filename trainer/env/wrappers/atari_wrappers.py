@@ -195,13 +195,23 @@ class MaxAndSkipEnv(gym.Wrapper):
         # The last two raw frames, for the maximum.
         space: Any = env.observation_space
         self._obs_buffer = np.zeros((2, *space.shape), dtype=space.dtype)
+        #: What steps the frames before the last two, whose observations nobody reads: the env
+        #: beneath this module's own per-frame image wrappers (RLlib's order puts
+        #: `GrayScaleAndResize` and `NormalizedImageEnv` under the frame skip), which change
+        #: nothing but the observation, so their work on those frames is skipped (half of
+        #: them at skip 4).
+        source = env
+        while type(source) in _PER_FRAME_OBSERVATION_WRAPPERS:
+            source = source.env  # type: ignore[attr-defined]
+        self._unread_frames = source
 
     def step(self, action: Any) -> StepResult:
         total_reward = 0.0
         terminated = truncated = False
         info: dict = {}
         for i in range(self._skip):
-            obs, reward, terminated, truncated, info = self.env.step(action)
+            frames = self.env if i >= self._skip - 2 else self._unread_frames
+            obs, reward, terminated, truncated, info = frames.step(action)
             if i == self._skip - 2:
                 self._obs_buffer[0] = obs
             if i == self._skip - 1:
@@ -342,6 +352,11 @@ class GrayScaleAndResize(gym.ObservationWrapper):
 
 #: RLlib's older name of `GrayScaleAndResize`.
 WarpFrame = GrayScaleAndResize
+
+#: The observation wrappers `MaxAndSkipEnv` steps beneath for frames whose observation it does
+#: not read: they keep no state and pass rewards, ends and infos through (exact classes only:
+#: a subclass may do more).
+_PER_FRAME_OBSERVATION_WRAPPERS = (GrayScaleAndResize, NormalizedImageEnv)
 
 
 def wrap_atari_for_new_api_stack(
