@@ -7,13 +7,15 @@ coefficient 0.5, entropy coefficient 0.01, gamma 0.99, GAE lambda 0.95, gradient
 frames as Stable-Baselines3's AtariWrapper makes them (4 skipped with a max over the last two,
 84x84 grayscale, one episode per life, FIRE on reset, rewards clipped to their sign) stacked 4
 deep; the network is the Nature CNN (32 8x8/4, 64 4x4/2, 64 3x3/1, unpadded, then 512 units)
-shared by the policy and the value function. RLlib's model config cannot share the 512-unit
-layer: here and in RLlib each head has its own (3.3M weights; Stable-Baselines3's 1.7M), which
-makes their updates the heavier. Here and in RLlib the frames come from RLlib's
-`wrap_atari_for_new_api_stack(dim=84, framestack=4)` (its rewards are not clipped: the
-learners see the game's, so the returns compare as the game counts them); here with
-`normalize=False`, so frames travel as bytes, as in Stable-Baselines3, and the default module
-scales them as RLlib's wrapper does (the same network inputs).
+shared by the policy and the value function, then a linear policy head and a linear value
+head (1.7M weights). In RLlib's model config the 512-unit layer is a last convolution of 512
+7x7 kernels over the 7x7 map (the same weights and outputs as a dense layer over the flattened
+map), shared with `vf_share_layers`, and `head_fcnet_hiddens=[]` makes the heads linear. Here
+and in RLlib the frames come from RLlib's `wrap_atari_for_new_api_stack(dim=84, framestack=4)`
+(its rewards are not clipped: the learners see the game's, so the returns compare as the game
+counts them); here with `normalize=False`, so frames travel as bytes, as in
+Stable-Baselines3, and the default module scales them as RLlib's wrapper does (the same
+network inputs).
 
 Each library runs `--frames` frames (4 per env step; default 200k: 50k env steps), from
 before the algorithm is built to the last update; `env steps/s` is env steps over that wall
@@ -21,7 +23,10 @@ time. `return` is the mean game score of the episodes ended in the last quarter 
 (one life is an episode to the learners here; the score is the game's).
 Layouts on this machine's cores: Stable-Baselines3 steps its 8 envs in one process
 (`DummyVecEnv`, rl-zoo's); this project and RLlib put 4 envs in each of 2 EnvRunner
-processes.
+processes. `learner updates` is the wall time spent in the learner updates (Stable-Baselines3's
+`train()`, RLlib's `learner_group.update`, this project's `update_learners`), the rest of the
+run is sampling and setup: a library at 2x another's env steps/s must fit its whole run in half
+the other's time.
 
 Prints one line per library, then the ratios (this project's env steps/s over theirs) and the
 CPU model. Each library runs in a process of its own (`--only LIB` runs one and prints JSON).
@@ -36,13 +41,19 @@ import json
 import os
 import time
 
-from libraries import print_ratios, run_each
+from libraries import print_ratios, run_each, timed_calls
 
 FRAMES_PER_STEP = 4
 NUM_ENVS = 8
 STEPS_PER_ENV = 128
-#: The Nature CNN (Mnih et al. 2015), Stable-Baselines3's `NatureCNN`, in RLlib's terms.
-NATURE_CNN = [[32, [8, 8], 4, "valid"], [64, [4, 4], 2, "valid"], [64, [3, 3], 1, "valid"]]
+#: The Nature CNN (Mnih et al. 2015), Stable-Baselines3's `NatureCNN`, in RLlib's terms: its
+#: dense layer of 512 units over the 7x7x64 map is a convolution of 512 7x7 kernels.
+NATURE_CNN = [
+    [32, [8, 8], 4, "valid"],
+    [64, [4, 4], 2, "valid"],
+    [64, [3, 3], 1, "valid"],
+    [512, [7, 7], 1, "valid"],
+]
 
 
 def _episode_scores(results: list[tuple[int, float]], total: int) -> float:
@@ -79,7 +90,7 @@ def _ppo_config(config_class: type, game: str) -> object:
             model_config={
                 "conv_filters": NATURE_CNN,
                 "conv_activation": "relu",
-                "head_fcnet_hiddens": [512],
+                "head_fcnet_hiddens": [],
                 "vf_share_layers": True,
             }
         )
@@ -118,8 +129,11 @@ def run_localrl(game: str, frames: int) -> dict:
     register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack, normalize=False))
     start = time.perf_counter()
     algo = _ppo_config(PPOConfig, game).build()  # type: ignore[attr-defined]
+    update = [0.0]
+    timed_calls(algo, "update_learners", update)
     try:
         out = _train(algo, frames)
+        out["update_seconds"] = update[0]
     finally:
         algo.stop()
     out["seconds"] = time.perf_counter() - start
@@ -136,8 +150,11 @@ def run_rllib(game: str, frames: int) -> dict:
     register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack))
     start = time.perf_counter()
     algo = _ppo_config(PPOConfig, game).build_algo()  # type: ignore[attr-defined]
+    update = [0.0]
+    timed_calls(algo.learner_group, "update", update)  # type: ignore[attr-defined]
     try:
         out = _train(algo, frames)
+        out["update_seconds"] = update[0]
     finally:
         algo.stop()
         ray.shutdown()
@@ -182,12 +199,15 @@ def run_sb3(game: str, frames: int) -> dict:
         def _on_step(self) -> bool:
             return True
 
+    update = [0.0]
+    timed_calls(model, "train", update)
     model.learn(total_timesteps=frames // FRAMES_PER_STEP, callback=Record())
     env.close()
     return {
         "env_steps": model.num_timesteps,
         "results": results,
         "seconds": time.perf_counter() - start,
+        "update_seconds": update[0],
     }
 
 
@@ -214,7 +234,8 @@ def main() -> None:
             f"PPO {args.game}, {out['env_steps'] * FRAMES_PER_STEP} frames "
             f"({out['env_steps']} env steps) in {out['seconds']:.1f} s: "
             f"{out['env_steps'] / out['seconds']:.1f} env steps/s, return "
-            f"{_episode_scores(out['results'], out['env_steps']):.2f} (last quarter)"
+            f"{_episode_scores(out['results'], out['env_steps']):.2f} (last quarter); "
+            f"learner updates {out['update_seconds']:.1f} s"
         ),
     )
     print_ratios(rates, LABELS)

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 from report import cpu_model
@@ -44,3 +45,18 @@ def print_ratios(rates: dict[str, float], labels: dict[str, str]) -> None:
                 f"ratio localrl / {labels[lib]}: {rates['localrl'] / rate:.2f}x env steps per second"
             )
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+
+
+def timed_calls(owner: object, name: str, seconds: list[float]) -> None:
+    """Wraps `owner.name` so that each call's wall time is added to `seconds[0]` (the
+    learner update's share of the run)."""
+    method = getattr(owner, name)
+
+    def timed(*args: object, **kwargs: object) -> object:
+        start = time.perf_counter()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            seconds[0] += time.perf_counter() - start
+
+    setattr(owner, name, timed)

@@ -4,13 +4,20 @@ and return, this project against Stable-Baselines3 on the same machine in the sa
 The config is rl-zoo's for SAC on HalfCheetah (rl-baselines3-zoo `hyperparams/sac.yml`): 10k
 random steps before learning, then one gradient step of a 256-transition batch per env step,
 lr 3e-4 (policy, critics and temperature), tau 0.005, gamma 0.99, a 1M-transition buffer,
-two 256-unit layers for the policy and each of the two critics, the entropy temperature
-learned towards -|A|. One env, stepped in the learner's process (SB3's `DummyVecEnv` of one;
+two 256-unit ReLU layers for the policy and each of the two critics, the entropy temperature
+learned towards -|A|. RLlib's critic is no plain MLP over [obs, action]: the observation and
+the action each go through their own encoder of `fcnet_hiddens`, then fusion layers
+(`fusionnet_hiddens`, RLlib's default two of 256 fed [h, features] each) and an output layer
+over [h, features]. Here it runs without fusion layers, the nearest RLlib's model config
+comes to Stable-Baselines3's critic: two 256x256 encoders and a linear output over their 512
+features, about twice the critic's arithmetic of Stable-Baselines3's 23-256-256-1 (with
+RLlib's default fusion layers, about six times). One env, stepped in the learner's process (SB3's `DummyVecEnv` of one;
 here `num_env_runners=0`).
 
 Each library runs `--steps` env steps (default 50k) from before the algorithm is built; `env
 steps/s` is env steps over that wall time and `return` the mean return of the last 5 episodes
-(HalfCheetah's episodes are 1000 steps).
+(HalfCheetah's episodes are 1000 steps); `learner updates` is the wall time in the learner's
+updates (Stable-Baselines3's `train()`, this project's `update_learners_on_batch`).
 
 Prints one line per library, the ratio (this project's env steps/s over Stable-Baselines3's)
 and the CPU model. Each library runs in a process of its own (`--only LIB` runs one, prints
@@ -25,7 +32,7 @@ import argparse
 import json
 import time
 
-from libraries import print_ratios, run_each
+from libraries import print_ratios, run_each, timed_calls
 
 ENV = "HalfCheetah-v5"
 LEARNING_STARTS = 10_000
@@ -50,11 +57,19 @@ def run_localrl(steps: int) -> dict:
             training_intensity=256,  # one batch of 256 per env step
             replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 1_000_000},
         )
-        .rl_module(model_config={"fcnet_hiddens": [256, 256]})
+        .rl_module(
+            model_config={
+                "fcnet_hiddens": [256, 256],
+                "fcnet_activation": "relu",
+                "fusionnet_hiddens": [],
+            }
+        )
         .reporting(min_sample_timesteps_per_iteration=1000)
         .debugging(seed=0)
     )
     algo = config.build()
+    update = [0.0]
+    timed_calls(algo, "update_learners_on_batch", update)
     returns: list[float] = []
     try:
         sampled = 0
@@ -66,7 +81,12 @@ def run_localrl(steps: int) -> dict:
                 returns.append(float(runners["episode_return_mean"]))
     finally:
         algo.stop()
-    return {"env_steps": sampled, "seconds": time.perf_counter() - start, "return": returns[-1]}
+    return {
+        "env_steps": sampled,
+        "seconds": time.perf_counter() - start,
+        "return": returns[-1],
+        "update_seconds": update[0],
+    }
 
 
 def run_sb3(steps: int) -> dict:
@@ -74,12 +94,15 @@ def run_sb3(steps: int) -> dict:
 
     start = time.perf_counter()
     model = SAC("MlpPolicy", ENV, learning_starts=LEARNING_STARTS, seed=0, verbose=0)
+    update = [0.0]
+    timed_calls(model, "train", update)
     model.learn(total_timesteps=steps)
     buffer = list(model.ep_info_buffer)[-5:]
     return {
         "env_steps": model.num_timesteps,
         "seconds": time.perf_counter() - start,
         "return": sum(e["r"] for e in buffer) / len(buffer) if buffer else float("nan"),
+        "update_seconds": update[0],
     }
 
 
@@ -104,7 +127,7 @@ def main() -> None:
         lambda out: (
             f"SAC {ENV}, {out['env_steps']} env steps in {out['seconds']:.1f} s: "
             f"{out['env_steps'] / out['seconds']:.1f} env steps/s, return {out['return']:.1f} "
-            "(last episodes)"
+            f"(last episodes); learner updates {out['update_seconds']:.1f} s"
         ),
     )
     print_ratios(rates, LABELS)

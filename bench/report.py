@@ -255,8 +255,9 @@ BENCHMARKS = (
     Benchmark(
         "mujoco_sac",
         "SAC on HalfCheetah-v5 (MuJoCo), rl-zoo's settings (10k random steps, then one "
-        "gradient step of 256 per env step), 20k env steps (10k of them learning), against "
-        "Stable-Baselines3 in the same run: env steps per second, learning included",
+        "gradient step of 256 per env step, 256x256 ReLU networks; RLlib's critic without "
+        "fusion layers), 20k env steps (10k of them learning), against Stable-Baselines3 in "
+        "the same run: env steps per second, learning included",
         ("bench/mujoco_sac.py", "--steps", "20000"),
         r"^(localrl|Stable|ratio|CPU)",
         "localrl's env steps/s above Stable-Baselines3's",
