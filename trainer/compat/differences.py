@@ -909,6 +909,17 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "image observations without a preset CNN size, in a config that chose no framework",
+        "the numpy MLP takes each image as one flat row, with a warning naming "
+        "model_config['conv_filters']; RLlib (torch by default) raises there, naming "
+        "conv_filters. Images of a preset size (96, 84, 64, 42, 10) run on torch's default CNN, "
+        "as in RLlib (tests/test_torch_cnn.py::"
+        "test_a_config_without_framework_runs_images_on_rllibs_cnn)",
+        "numpy is the default framework here; a script that trained on such images before "
+        "keeps training",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLlib's ray_serve/ray_serve_with_rllib.py",
         "out of scope: after training here, it starts Ray Serve (`serve run`, with "
         "ray[serve]), whose process loads the checkpoint's module folder with RLlib's own "
