@@ -503,3 +503,32 @@ def test_minibatch_cycling_takes_rllibs_rows(rllib_update):
             ranges = cyclic_step_ranges(n, size, count)
             taken = [[i for start, stop in r for i in range(start, stop)] for r in ranges]
             assert taken == [minibatch[module_id] for minibatch in expected]
+
+
+def test_foreach_learner_takes_rllibs_actor_options_and_passes_only_kwargs():
+    """RLlib's `LearnerGroup.foreach_learner(func, *, healthy_only, remote_actor_ids,
+    timeout_seconds, return_obj_refs, mark_healthy, **kwargs)` calls `func(learner,
+    **kwargs)`: its options are the group's (RLlib's league-based self-play callback passes
+    `timeout_seconds=0.0`); object refs, which only Ray actors give, are refused."""
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .build()
+    )
+    try:
+        group = algo.learner_group
+        seen = group.foreach_learner(
+            lambda learner, scale: (type(learner).__name__, scale),
+            timeout_seconds=0.0,
+            healthy_only=True,
+            mark_healthy=False,
+            remote_actor_ids=None,
+            scale=2,
+        )
+        assert seen == [("PPOLearner", 2)]
+        with pytest.raises(NotSupported, match="return_obj_refs=True"):
+            group.foreach_learner(lambda learner: None, return_obj_refs=True)
+    finally:
+        algo.stop()

@@ -744,3 +744,29 @@ def test_an_env_that_cannot_be_captured_restarts_its_episode_with_a_warning(capl
     assert episodes and all(e.env_t_started == 0 for e in episodes)
     runner.stop()
     other.stop()
+
+
+def test_a_learners_policies_to_train_set_through_foreach_learner_take_effect():
+    """As RLlib's Learner, each learner holds an unfrozen copy of the config: RLlib's
+    league-based self-play callback sets `learner.config.multi_agent(policies_to_train=...)`
+    through `learner_group.foreach_learner`, and the next update trains those modules; the
+    algorithm's own config stays frozen and unchanged."""
+    config = _self_play_config(num_env_runners=0).multi_agent(
+        policies={"main", "old"}, policy_mapping_fn=_old_opponent, policies_to_train=["main"]
+    )
+    algo = config.build()
+    try:
+        algo.train()
+        old = algo.get_weights(["old"])["old"]
+        algo.train()
+        assert _same(algo.get_weights(["old"])["old"], old)  # not trained
+        algo.learner_group.foreach_learner(
+            lambda learner: learner.config.multi_agent(policies_to_train={"main", "old"}),
+            timeout_seconds=0.0,
+        )
+        result = algo.train()
+        assert "old" in result["learners"]
+        assert not _same(algo.get_weights(["old"])["old"], old)
+        assert algo.config.is_frozen and list(algo.config.policies_to_train) == ["main"]
+    finally:
+        algo.stop()

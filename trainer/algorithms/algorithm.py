@@ -777,14 +777,13 @@ class Algorithm(OldAlgorithmNames):
             spaces[change.module_id] = (change.spec.observation_space, change.spec.action_space)
         else:
             spaces.pop(change.module_id, None)
+        change.apply_to(learner.config)  # the learner's own copy (RLlib's Learner.config)
         if to_learners:
             if change.spec is not None:
                 specs = self._specs_of(self.config.get_multi_rl_module_spec(spaces=spaces))
                 learner.add_module(change.module_id, specs[change.module_id])
             else:
                 learner.remove_module(change.module_id)
-        _, is_trained = self.config.get_multi_agent_setup(spaces=spaces)
-        learner.trained = [module_id for module_id in learner.learners if is_trained(module_id)]
 
     def _refresh_counters(self) -> None:
         """Writes the env steps sampled and trained so far and the iteration into `_counters`

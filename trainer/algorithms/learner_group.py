@@ -26,7 +26,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from trainer.capabilities import TORCH
+from trainer.capabilities import RAY_INTERNALS, TORCH
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.env.envs import EnvContext, make_env_creator
 from trainer.errors import ConfigError, UnsupportedCall
@@ -272,9 +272,28 @@ class LearnerGroup:
         if self._algorithm is not None:
             self._algorithm.sync_weights()
 
-    def foreach_learner(self, func: Callable[..., Any], **kwargs: Any) -> list:
+    def foreach_learner(
+        self,
+        func: Callable[..., Any],
+        *,
+        healthy_only: bool = True,
+        remote_actor_ids: list[int] | None = None,
+        timeout_seconds: float | None = None,
+        return_obj_refs: bool = False,
+        mark_healthy: bool = False,
+        **kwargs: Any,
+    ) -> list:
         """`func(learner, **kwargs)` on each learner: the one, or every data-parallel learner
-        (learner 0's value first)."""
+        (learner 0's value first). RLlib's options for its learner actors (`healthy_only`,
+        `remote_actor_ids`, `timeout_seconds`, `return_obj_refs`, `mark_healthy`) are taken
+        and not passed to `func`: the learners here answer in process (a data-parallel
+        worker within its own bound)."""
+        if return_obj_refs:
+            raise UnsupportedCall(
+                "LearnerGroup.foreach_learner(return_obj_refs=True): the learners here are not "
+                "Ray actors and return values, not object refs",
+                RAY_INTERNALS,
+            )
         replicas = self._replicas
         if replicas is not None:
             return list(replicas.foreach_learner(func, **kwargs))

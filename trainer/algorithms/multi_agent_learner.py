@@ -109,7 +109,10 @@ class ModuleBuilder:
 class MultiAgentLearner(Learner):
     """The learners of a multi-agent Algorithm (see the module docstring)."""
 
-    #: The algorithm's whole config (`get_config_for_module` gives each module's).
+    #: The algorithm's whole config (`get_config_for_module` gives each module's): as
+    #: RLlib's Learner holds it, an unfrozen copy of its own, so that a callback may change
+    #: it through `learner_group.foreach_learner` (RLlib's league-based self-play callback
+    #: sets `learner.config.multi_agent(policies_to_train=...)`).
     config: Any
 
     def __init__(
@@ -119,15 +122,28 @@ class MultiAgentLearner(Learner):
         trained: list[Any] | None = None,
         make_learner: Any = None,
     ) -> None:
-        self.config = config
-        #: A learner per module with weights; only those of `trained` update (the others'
+        self.config = config.copy(copy_frozen=False)
+        if trained is not None:  # RLlib's should_module_be_updated, as a list
+            self.config.multi_agent(policies_to_train=list(trained))
+        #: A learner per module with weights; only those `trained` names update (the others'
         #: weights still reach every EnvRunner, so all act alike).
         self.learners = dict(learners)
-        self.trained = list(self.learners) if trained is None else list(trained)
         self.module = ModulesView(self.learners)
         #: `make_learner(config, build)` of `build_multi_agent_learner`: what `add_module`
         #: makes a new module's learner with.
         self._make_learner = make_learner
+
+    @property
+    def trained(self) -> list[Any]:
+        """The modules this learner updates: those of its config's `policies_to_train`
+        (RLlib's `should_module_be_updated`, read at each update), in their learners'
+        order."""
+        to_train = self.config.policies_to_train
+        if to_train is None:
+            return list(self.learners)
+        if callable(to_train):
+            return [m for m in self.learners if to_train(m, None)]
+        return [m for m in self.learners if m in to_train]
 
     # -- modules added and removed at run time (Algorithm.add_module / remove_module) --------
     def add_module(self, module_id: Any, spec: Any) -> bool:
@@ -152,7 +168,6 @@ class MultiAgentLearner(Learner):
     def remove_module(self, module_id: Any) -> None:
         """Drops module `module_id`'s learner (its optimizer state goes with it)."""
         self.learners.pop(module_id, None)
-        self.trained = [m for m in self.trained if m != module_id]
 
     def update(  # type: ignore[override]
         self, data: Any, /, *, num_env_steps_sampled_lifetime: int
@@ -240,6 +255,4 @@ def build_multi_agent_learner(
             config.get_config_for_module(module_id),
             ModuleBuilder(module_id, module_spec, module_seed(config.seed, module_id)),
         )
-    return MultiAgentLearner(
-        config, learners, trained=[m for m in learners if is_trained(m)], make_learner=make_learner
-    )
+    return MultiAgentLearner(config, learners, make_learner=make_learner)
