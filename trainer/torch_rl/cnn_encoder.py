@@ -147,7 +147,9 @@ class TorchCNN(nn.Module):
                     bias_init(conv.bias, **bias_kwargs)
             layers.append(conv)
             if activation is not None:
-                layers.append(activation())
+                # ReLU in place: the convolution's output is not kept for its backward pass,
+                # and a minibatch of frames allocates its largest maps once instead of twice.
+                layers.append(nn.ReLU(inplace=True) if activation is nn.ReLU else activation())
             in_channels = int(out_channels)
         if size[0] < 1 or size[1] < 1:
             raise ValueError(
