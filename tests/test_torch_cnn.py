@@ -500,6 +500,37 @@ def test_a_config_without_framework_runs_images_on_rllibs_cnn(tmp_path):
         flat.stop()
 
 
+def test_a_numpy_checkpoint_of_images_restores_on_numpy(tmp_path, monkeypatch):
+    """A checkpoint of images trained on the numpy MLP by a config that chose no framework
+    (as every such config did before images went to torch by default) restores on numpy:
+    its weights are the MLP's."""
+    config = (
+        PPOConfig()
+        .environment(DotToTarget)
+        .env_runners(num_env_runners=0, rollout_fragment_length=100)
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+    )
+    with monkeypatch.context() as patched:
+        patched.setattr(PPOConfig, "image_torch_reason", lambda self, spaces: None)
+        algo = config.build()
+    try:
+        assert not algo.config.uses_torch
+        algo.train()
+        path = algo.save_to_path(str(tmp_path / "numpy"))
+        weights = algo.get_weights()
+    finally:
+        algo.stop()
+    restored = Algorithm.from_checkpoint(path)
+    try:
+        assert not restored.config.uses_torch
+        restored_weights = restored.get_weights()
+        assert restored_weights.keys() == weights.keys()
+        assert all(np.array_equal(restored_weights[k], v) for k, v in weights.items())
+        restored.train()
+    finally:
+        restored.stop()
+
+
 def test_the_cnn_convolves_channels_last_views_with_channels_first_results():
     """The stack keeps its kernels channels-last and convolves the env's images as a
     channels-last view (no copy); its outputs equal torch's on channels-first copies."""

@@ -1630,6 +1630,11 @@ class Algorithm(OldAlgorithmNames):
                     config_base=AlgorithmConfig,
                     allow_pickle=allow_pickle,
                 )
+                if isinstance(config, AlgorithmConfig) and not config.uses_torch:
+                    # It trained on numpy: its modules' weights are numpy's (image
+                    # observations included, which a config without a framework now runs on
+                    # torch: `image_torch_reason`).
+                    config = config.copy(copy_frozen=False).framework("numpy")
             elif isinstance(config, AlgorithmConfig) and config.algo_class is not None:
                 algorithm_class = config.algo_class
             else:
