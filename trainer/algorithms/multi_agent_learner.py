@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from trainer.algorithms.multi_agent_setup import is_torch_module_class
+from trainer.algorithms.multi_agent_setup import MultiAgentSetup, is_torch_module_class
 from trainer.core.learner import Learner, UpdateResults
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import ConfigError
@@ -138,12 +138,8 @@ class MultiAgentLearner(Learner):
         """The modules this learner updates: those of its config's `policies_to_train`
         (RLlib's `should_module_be_updated`, read at each update), in their learners'
         order."""
-        to_train = self.config.policies_to_train
-        if to_train is None:
-            return list(self.learners)
-        if callable(to_train):
-            return [m for m in self.learners if to_train(m, None)]
-        return [m for m in self.learners if m in to_train]
+        is_trained = MultiAgentSetup(self.config).is_policy_to_train
+        return [module_id for module_id in self.learners if is_trained(module_id)]
 
     # -- modules added and removed at run time (Algorithm.add_module / remove_module) --------
     def add_module(self, module_id: Any, spec: Any) -> bool:
