@@ -13,7 +13,10 @@ import pytest
 
 from trainer.algorithms.ppo import PPOConfig
 from trainer.algorithms.sac import SACConfig
+from trainer.core.multi_rl_module import MultiRLModuleSpec
+from trainer.core.rl_module import RLModuleSpec
 from trainer.env.envs import register_env
+from trainer.examples.rl_modules.classes.random_rlm import RandomRLModule
 
 
 def _weights(algo, module_id=None):
@@ -163,38 +166,40 @@ def test_open_spiel_games_step_penalize_illegal_moves_and_restore_exactly():
             np.testing.assert_array_equal(mine[0][aid], theirs[0][aid])
 
 
+def _main_against_random(config: PPOConfig, policy_mapping_fn) -> PPOConfig:
+    """`config` with a trained module "main" and RLlib's RandomRLModule "random" (untrained,
+    without weights), mapped by `policy_mapping_fn`."""
+    return config.multi_agent(
+        policies={"main", "random"},
+        policy_mapping_fn=policy_mapping_fn,
+        policies_to_train=["main"],
+    ).rl_module(
+        rl_module_spec=MultiRLModuleSpec(
+            rl_module_specs={
+                "main": RLModuleSpec(),
+                "random": RLModuleSpec(module_class=RandomRLModule),
+            }
+        )
+    )
+
+
 @pytest.mark.slow
 def test_self_play_on_connect_four_grows_the_league():
     """RLlib's SelfPlayCallback on OpenSpiel's connect_four: a frozen copy of "main" joins once
     it beats the random module (a low threshold, to see it happen in a few iterations)."""
     import pyspiel
 
-    from trainer.core.multi_rl_module import MultiRLModuleSpec
-    from trainer.core.rl_module import RLModuleSpec
     from trainer.env.wrappers.open_spiel import OpenSpielEnv
     from trainer.examples.multi_agent.utils import SelfPlayCallback
-    from trainer.examples.rl_modules.classes.random_rlm import RandomRLModule
 
     register_env("connect_four", lambda _: OpenSpielEnv(pyspiel.load_game("connect_four")))
     config = (
-        PPOConfig()
-        .environment("connect_four")
-        .callbacks(lambda: SelfPlayCallback(win_rate_threshold=0.6))
-        .env_runners(num_env_runners=1)
-        .multi_agent(
-            policies={"main", "random"},
-            policy_mapping_fn=lambda aid, episode, **kw: (
-                "main" if hash(episode.id_) % 2 == aid else "random"
-            ),
-            policies_to_train=["main"],
-        )
-        .rl_module(
-            rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={
-                    "main": RLModuleSpec(),
-                    "random": RLModuleSpec(module_class=RandomRLModule),
-                }
-            )
+        _main_against_random(
+            PPOConfig()
+            .environment("connect_four")
+            .callbacks(lambda: SelfPlayCallback(win_rate_threshold=0.6))
+            .env_runners(num_env_runners=1),
+            lambda aid, episode, **kw: "main" if hash(episode.id_) % 2 == aid else "random",
         )
         .training(train_batch_size=2000, minibatch_size=250, num_epochs=10)
         .debugging(seed=0)
@@ -220,31 +225,14 @@ def test_learner_group_takes_a_whole_multi_module_state_with_weightless_modules(
     unknown module with weights is still refused."""
     import pyspiel
 
-    from trainer.core.multi_rl_module import MultiRLModuleSpec
-    from trainer.core.rl_module import RLModuleSpec
     from trainer.env.wrappers.open_spiel import OpenSpielEnv
-    from trainer.examples.rl_modules.classes.random_rlm import RandomRLModule
 
     register_env(
         "connect_four_for_weights", lambda _: OpenSpielEnv(pyspiel.load_game("connect_four"))
     )
-    config = (
-        PPOConfig()
-        .environment("connect_four_for_weights")
-        .env_runners(num_env_runners=0)
-        .multi_agent(
-            policies={"main", "random"},
-            policy_mapping_fn=lambda aid, episode, **kw: "main" if aid == 0 else "random",
-            policies_to_train=["main"],
-        )
-        .rl_module(
-            rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={
-                    "main": RLModuleSpec(),
-                    "random": RLModuleSpec(module_class=RandomRLModule),
-                }
-            )
-        )
+    config = _main_against_random(
+        PPOConfig().environment("connect_four_for_weights").env_runners(num_env_runners=0),
+        lambda aid, episode, **kw: "main" if aid == 0 else "random",
     )
     algo = config.build()
     try:
