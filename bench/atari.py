@@ -17,6 +17,12 @@ counts them); here with `normalize=False`, so frames travel as bytes, as in
 Stable-Baselines3, and the default module scales them as RLlib's wrapper does (the same
 network inputs).
 
+`--stacking connectors` stacks the frames as RLlib's own `atari_ppo.py` does, in this project
+and in RLlib: the wrapper stacks none (`framestack=None`), `FrameStackingEnvToModule(4)` stacks
+them for the module in the EnvRunners and `FrameStackingLearner(4)` in the learner, so the
+episodes carry each frame once; the default, `wrapper`, stacks them in the env wrapper (4 per
+observation, as Stable-Baselines3's `VecFrameStack`).
+
 Each library runs `--frames` frames (4 per env step; default 200k: 50k env steps), from
 before the algorithm is built to the last update; `env steps/s` is env steps over that wall
 time. `return` is the mean game score of the episodes ended in the last quarter of the run
@@ -32,6 +38,7 @@ Prints one line per library, then the ratios (this project's env steps/s over th
 CPU model. Each library runs in a process of its own (`--only LIB` runs one and prints JSON).
 
 Run: python bench/atari.py [--game ALE/Pong-v5] [--frames 200000] [--libs localrl sb3 rllib]
+                           [--stacking wrapper|connectors]
 """
 
 from __future__ import annotations
@@ -97,16 +104,23 @@ def _ppo_config(config_class: type, game: str) -> object:
     )
 
 
-def _atari_creator(wrap: object, **options: object) -> object:
+def _atari_creator(wrap: object, framestack: int | None, **options: object) -> object:
     def make(env_config: dict) -> object:
         import ale_py  # noqa: F401 - registers the ALE ids (in each EnvRunner process)
         import gymnasium as gym
 
         game = env_config.get("game", "ALE/Pong-v5")
         env = gym.make(game, frameskip=1)
-        return wrap(env, dim=84, framestack=4, **options)  # type: ignore[operator]
+        return wrap(env, dim=84, framestack=framestack, **options)  # type: ignore[operator]
 
     return make
+
+
+def _stacked_by_connectors(config: object, env_to_module: type, learner: type) -> object:
+    """`config` with RLlib's frame-stacking pieces (`--stacking connectors`)."""
+    return config.env_runners(  # type: ignore[attr-defined]
+        env_to_module_connector=lambda env, spaces=None, device=None: env_to_module(num_frames=4)
+    ).training(learner_connector=lambda obs_space, act_space: learner(num_frames=4))
 
 
 def _train(algo: object, frames: int) -> dict:
@@ -119,16 +133,24 @@ def _train(algo: object, frames: int) -> dict:
     return {"env_steps": steps, "results": results}
 
 
-def run_localrl(game: str, frames: int) -> dict:
+def run_localrl(game: str, frames: int, stacking: str) -> dict:
     import ale_py  # noqa: F401 - registers the ALE ids
 
     from trainer import PPOConfig
+    from trainer.connectors.env_to_module import FrameStackingEnvToModule
+    from trainer.connectors.learner import FrameStackingLearner
     from trainer.env.envs import register_env
     from trainer.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
 
-    register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack, normalize=False))
+    framestack = None if stacking == "connectors" else 4
+    register_env(
+        "atari-84", _atari_creator(wrap_atari_for_new_api_stack, framestack, normalize=False)
+    )
     start = time.perf_counter()
-    algo = _ppo_config(PPOConfig, game).build()  # type: ignore[attr-defined]
+    config = _ppo_config(PPOConfig, game)
+    if stacking == "connectors":
+        config = _stacked_by_connectors(config, FrameStackingEnvToModule, FrameStackingLearner)
+    algo = config.build()  # type: ignore[attr-defined]
     update = [0.0]
     timed_calls(algo, "update_learners", update)
     try:
@@ -140,16 +162,22 @@ def run_localrl(game: str, frames: int) -> dict:
     return out
 
 
-def run_rllib(game: str, frames: int) -> dict:
+def run_rllib(game: str, frames: int, stacking: str) -> dict:
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+    from ray.rllib.connectors.learner.frame_stacking import FrameStackingLearner
     from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
     from ray.tune.registry import register_env
 
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
-    register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack))
+    framestack = None if stacking == "connectors" else 4
+    register_env("atari-84", _atari_creator(wrap_atari_for_new_api_stack, framestack))
     start = time.perf_counter()
-    algo = _ppo_config(PPOConfig, game).build_algo()  # type: ignore[attr-defined]
+    config = _ppo_config(PPOConfig, game)
+    if stacking == "connectors":
+        config = _stacked_by_connectors(config, FrameStackingEnvToModule, FrameStackingLearner)
+    algo = config.build_algo()  # type: ignore[attr-defined]
     update = [0.0]
     timed_calls(algo.learner_group, "update", update)  # type: ignore[attr-defined]
     try:
@@ -162,7 +190,7 @@ def run_rllib(game: str, frames: int) -> dict:
     return out
 
 
-def run_sb3(game: str, frames: int) -> dict:
+def run_sb3(game: str, frames: int, stacking: str) -> dict:
     import ale_py  # noqa: F401
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -220,15 +248,16 @@ def main() -> None:
     parser.add_argument("--game", default="ALE/Pong-v5")
     parser.add_argument("--frames", type=int, default=200_000)
     parser.add_argument("--libs", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
+    parser.add_argument("--stacking", choices=["wrapper", "connectors"], default="wrapper")
     parser.add_argument("--only", choices=list(RUNNERS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.only:
-        print(json.dumps(RUNNERS[args.only](args.game, args.frames)))
+        print(json.dumps(RUNNERS[args.only](args.game, args.frames, args.stacking)))
         return
     rates = run_each(
         __file__,
         args.libs,
-        ["--game", args.game, "--frames", str(args.frames)],
+        ["--game", args.game, "--frames", str(args.frames), "--stacking", args.stacking],
         LABELS,
         lambda out: (
             f"PPO {args.game}, {out['env_steps'] * FRAMES_PER_STEP} frames "

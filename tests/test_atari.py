@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from trainer import PPOConfig, register_env
+from trainer.connectors.env_to_module import FrameStackingEnvToModule
+from trainer.connectors.learner import FrameStackingLearner
 from trainer.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
 
 ale_py = pytest.importorskip("ale_py", reason="needs ale-py (the atari extra)")
@@ -125,6 +127,66 @@ def test_uint8_frames_travel_as_bytes_and_compute_what_normalized_floats_do():
             obs = torch.from_numpy(np.asarray(first.get_observations())[:-1])
             learner_side = module.forward_inference({"obs": obs})["action_dist_inputs"]
         np.testing.assert_allclose(recorded, learner_side.numpy(), atol=1e-5)
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled"] >= 64
+    finally:
+        algo.stop()
+
+
+def test_rllibs_atari_pipeline_keeps_each_frame_once_and_the_learner_stacks_them():
+    """RLlib's atari_ppo.py pipeline: the wrapper stacks no frames, `FrameStackingEnvToModule`
+    stacks 4 for the module and `FrameStackingLearner` 4 in the learner. The episodes hold
+    each 64x64 byte frame once (a chunk that continues an episode looks back at the 3 frames
+    before it); the learner's piece stacks what the module saw: the distribution inputs the
+    EnvRunner recorded are the module's on the stacked frames."""
+    torch = pytest.importorskip("torch")
+    register_env(
+        "pong64_frames",
+        lambda cfg: wrap_atari_for_new_api_stack(
+            gym.make("ale_py:ALE/Pong-v5", **cfg), dim=64, framestack=None, normalize=False
+        ),
+    )
+    algo = (
+        PPOConfig()
+        .environment("pong64_frames")
+        .framework("torch")
+        .env_runners(
+            num_env_runners=1,
+            rollout_fragment_length=64,
+            env_to_module_connector=lambda env, spaces=None, device=None: FrameStackingEnvToModule(
+                num_frames=4
+            ),
+        )
+        .training(
+            learner_connector=lambda obs_space, act_space: FrameStackingLearner(num_frames=4),
+            train_batch_size=64,
+            minibatch_size=32,
+            num_epochs=1,
+        )
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        obs_space = algo.env_runner_group.get_spaces()["default_policy"][0]
+        assert obs_space.dtype == np.uint8 and obs_space.shape == (64, 64, 4)
+        (first,), _ = algo.env_runner_group.sample(min_env_steps=64)
+        (chunk,), _ = algo.env_runner_group.sample(min_env_steps=64)
+        assert chunk.id_ == first.id_ and chunk.t_started == len(first) == 64
+        frames = np.asarray(chunk.get_observations())
+        assert frames.dtype == np.uint8 and frames.shape == (65, 64, 64, 1)
+        assert chunk.observations.lookback == 3
+        np.testing.assert_array_equal(
+            chunk.get_observations(slice(-3, 0), neg_index_as_lookback=True),
+            np.asarray(first.get_observations())[-4:-1],
+        )
+        module = algo.get_module()
+        FrameStackingLearner(num_frames=4)(rl_module=module, batch={}, episodes=[chunk])
+        stacked = np.asarray(chunk.get_observations())
+        assert stacked.dtype == np.uint8 and stacked.shape == (65, 64, 64, 4)
+        recorded = np.asarray(chunk.get_extra_model_outputs("action_dist_inputs"))
+        with torch.no_grad():
+            learner_side = module.forward_inference({"obs": torch.from_numpy(stacked[:-1])})
+        np.testing.assert_allclose(recorded, learner_side["action_dist_inputs"].numpy(), atol=1e-5)
         result = algo.train()
         assert result["env_runners"]["num_env_steps_sampled"] >= 64
     finally:

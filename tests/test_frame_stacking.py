@@ -1,6 +1,8 @@
 """Frame stacking as RLlib's frame-stacking example pipelines it: `FrameStackingEnvToModule` in
 the EnvRunners (per agent in multi-agent runs) and `FrameStackingLearner` in the learner
-pipeline, which here finds the stacked frames in the episodes and checks them."""
+pipeline. With PPO the episodes hold each frame once and the learner stacks them (a chunk
+that continues an episode looks back at the frames before it); elsewhere the EnvRunners stack
+them into the episodes and the learner's piece checks them."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import pytest
 
 from trainer import DQNConfig, PPOConfig
 from trainer.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFilter
-from trainer.connectors.learner import FrameStackingLearner
+from trainer.connectors.learner import FrameStackingLearner, stacked_frames
 from trainer.errors import ConfigError, UnsupportedSetting
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+from trainer.runners.env_runner import EnvRunner
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
 FRAMES = 3
@@ -109,7 +112,9 @@ def test_frame_stacking_learner_without_the_env_to_module_piece_is_refused_namin
     )
     algo = config.build()
     try:
-        with pytest.raises(ConfigError, match=r"add FrameStackingEnvToModule\(num_frames=3\)"):
+        with pytest.raises(
+            ConfigError, match=r"stack the frames with FrameStackingEnvToModule\(num_frames=3\)"
+        ):
             algo.train()
     finally:
         algo.stop()
@@ -138,3 +143,100 @@ def test_other_algorithms_and_multi_agent_configs_take_the_frame_stacking_learne
         other.validate()
     with pytest.raises(ValueError, match="num_frames=0"):
         FrameStackingLearner(num_frames=0)
+
+
+def _cartpole_stacking(*, in_learner: bool, num_env_runners: int = 0) -> PPOConfig:
+    """PPO on CartPole with 3 frames stacked: by the learner's piece, or (without it) by the
+    EnvRunners into the episodes. Chunks of 30 steps per sub-env, so episodes go on across
+    `sample()` calls."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            num_env_runners=num_env_runners,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=30,
+            env_to_module_connector=lambda env, spaces=None, device=None: FrameStackingEnvToModule(
+                num_frames=FRAMES
+            ),
+        )
+        .training(train_batch_size=120, minibatch_size=60, num_epochs=2)
+        .debugging(seed=3)
+    )
+    if in_learner:
+        config = config.training(
+            learner_connector=lambda obs_space, act_space: FrameStackingLearner(num_frames=FRAMES)
+        )
+    return config
+
+
+def _sampled_alike(stacked: list, frames: list) -> None:
+    """`frames` (episodes of frames, stacked here as the learner does) are the episodes
+    `stacked` (stacked by the EnvRunner), step for step."""
+    assert len(frames) == len(stacked)
+    for by_runner, by_learner in zip(stacked, frames, strict=True):
+        assert (by_learner.t_started, len(by_learner)) == (by_runner.t_started, len(by_runner))
+        assert np.shape(by_learner.get_observations(0)) == (4,)
+        # A chunk that continues an episode looks back at the frames before it.
+        lookback = FRAMES - 1 if by_learner.t_started else 0
+        assert by_learner.observations.lookback == lookback
+        np.testing.assert_array_equal(
+            stacked_frames(by_learner.observations, FRAMES), by_runner.get_observations()
+        )
+        np.testing.assert_array_equal(by_learner.get_actions(), by_runner.get_actions())
+
+
+def test_with_the_learner_piece_the_episodes_hold_each_frame_once():
+    by_runner = EnvRunner(_cartpole_stacking(in_learner=False), worker_index=1, num_workers=1)
+    by_learner = EnvRunner(_cartpole_stacking(in_learner=True), worker_index=1, num_workers=1)
+    try:
+        assert by_learner.spaces.observation_space().shape == (4 * FRAMES,)
+        continued = 0
+        for _ in range(4):
+            frames = by_learner.sample(num_timesteps=60)
+            _sampled_alike(by_runner.sample(num_timesteps=60), frames)
+            continued += sum(1 for episode in frames if episode.t_started)
+        assert continued >= 4
+    finally:
+        by_runner.stop()
+        by_learner.stop()
+
+
+def test_a_restored_runner_stacks_and_looks_back_as_the_one_it_was_taken_from():
+    config = _cartpole_stacking(in_learner=True)
+    runner = EnvRunner(config, worker_index=1, num_workers=1)
+    restored = EnvRunner(config, worker_index=1, num_workers=1)
+    try:
+        runner.sample(num_timesteps=60)
+        state = runner.get_state()
+        expected = runner.sample(num_timesteps=60)
+        restored.set_state(state)
+        again = restored.sample(num_timesteps=60)
+        assert [episode.observations.lookback for episode in again] == [
+            episode.observations.lookback for episode in expected
+        ]
+        for one, other in zip(expected, again, strict=True):
+            np.testing.assert_array_equal(one.observations.data, other.observations.data)
+            np.testing.assert_array_equal(
+                one.get_extra_model_outputs("action_dist_inputs"),
+                other.get_extra_model_outputs("action_dist_inputs"),
+            )
+    finally:
+        runner.stop()
+        restored.stop()
+
+
+@pytest.mark.timeout(120)
+def test_ppo_trains_alike_whether_the_runners_or_the_learner_stack_the_frames():
+    weights = []
+    for in_learner in (False, True):
+        algo = _cartpole_stacking(in_learner=in_learner, num_env_runners=1).build()
+        try:
+            for _ in range(3):
+                algo.train()
+            weights.append(algo.get_weights())
+        finally:
+            algo.stop()
+    stacked_by_runner, stacked_by_learner = weights
+    for name, values in stacked_by_runner.items():
+        np.testing.assert_array_equal(values, stacked_by_learner[name])

@@ -525,9 +525,10 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "refused at train(), naming them, except add_n_batch_items(column='rewards'), which "
         "writes the episode's rewards; other algorithms refuse the setting at "
         "validate() unless its pieces' output is in the episodes already "
-        "(FrameStackingLearner: the EnvRunners stack the frames into the episodes; "
-        "tests/test_frame_stacking.py) (tests/test_connectors.py::test_ppo_learns_from_the_"
-        "episodes_its_learner_connector_rewrote)",
+        "(FrameStackingLearner: with these three it stacks the episodes' frames as RLlib's; "
+        "with the others, and in multi-agent runs, the EnvRunners stack the frames into the "
+        "episodes; tests/test_frame_stacking.py) (tests/test_connectors.py::test_ppo_learns_"
+        "from_the_episodes_its_learner_connector_rewrote)",
         "the learners here make their batches from the episodes (RLlib's default pieces are "
         "their code, not ConnectorV2 pieces), so only pieces that rewrite episodes have "
         "somewhere to act",

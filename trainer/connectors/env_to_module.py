@@ -816,9 +816,15 @@ class PrevActionsPrevRewards(ConnectorV2):
 
 class FrameStackingEnvToModule(ConnectorV2):
     """Stacks the last `num_frames` observations along their last axis (a Box of shape
-    `(..., C)` becomes `(..., C * num_frames)`, oldest first; zeros before the episode's first
-    frames). The episodes hold the stacked observations, so the learner trains on them as the
-    module saw them (RLlib's `FrameStackingLearner` checks that and changes nothing).
+    `(..., C)` becomes `(..., C * num_frames)` of the same dtype, oldest first; zeros before
+    the episode's first frames).
+
+    As the last piece of a single-agent pipeline whose algorithm runs a
+    `FrameStackingLearner(num_frames=...)` of the same count (PPO, APPO, IMPALA), it is RLlib's
+    piece: the episodes keep each frame once (a chunk that continues an episode carries the
+    frames before it as its observations' lookback buffer), the module gets the stacked
+    frames, and the learner stacks them again (`trainer.runners.module_frames`). Elsewhere the
+    episodes hold the stacked observations, which the learner trains on as they are.
 
     With `multi_agent=True` (a MultiAgentEnv's runs) each agent's frames are stacked on their
     own; the MultiAgentEnvRunner keeps each agent's stack through the episode."""
@@ -847,9 +853,13 @@ class FrameStackingEnvToModule(ConnectorV2):
     def stack_agent_frame(self, previous: np.ndarray | None, observation: Any) -> np.ndarray:
         """(multi-agent) An agent's stacked observation after `observation`, from its stacked
         one before (None at its first)."""
-        frame = np.asarray(observation, dtype=np.float32)
+        frame = np.asarray(observation)
+        if frame.dtype != np.uint8:
+            frame = frame.astype(np.float32, copy=False)
         if previous is None:
-            previous = np.zeros(frame.shape[:-1] + (frame.shape[-1] * self.num_frames,), np.float32)
+            previous = np.zeros(
+                frame.shape[:-1] + (frame.shape[-1] * self.num_frames,), frame.dtype
+            )
         return np.concatenate([previous[..., frame.shape[-1] :], frame], axis=-1)
 
     def recompute_output_observation_space(
@@ -868,9 +878,11 @@ class FrameStackingEnvToModule(ConnectorV2):
                 f"are {input_observation_space}"
             )
         space = input_observation_space
+        # Frames of bytes (images) stay bytes, as in RLlib; others are stacked as float32.
+        dtype = np.uint8 if space.dtype == np.uint8 else np.float32
         low = np.concatenate([np.broadcast_to(space.low, space.shape)] * self.num_frames, -1)
         high = np.concatenate([np.broadcast_to(space.high, space.shape)] * self.num_frames, -1)
-        return gym.spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        return gym.spaces.Box(low.astype(dtype), high.astype(dtype), dtype=dtype)
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
         key = "FrameStackingEnvToModule"

@@ -2,9 +2,8 @@
 
 The learners here make their train batch from the sampled episodes themselves (RLlib's default
 learner pieces), and a user's learner piece rewrites those episodes (see
-`AlgorithmConfig.build_learner_connector`). Frame stacking needs no learner step: the
-env-to-module `FrameStackingEnvToModule` writes the stacked frames into the episodes, which the
-learner trains on, so `FrameStackingLearner` checks that they are there and leaves them.
+`AlgorithmConfig.build_learner_connector`). `FrameStackingLearner` rewrites each episode's
+frames into the stacked observations the module saw (`FrameStackingEnvToModule`).
 """
 
 from __future__ import annotations
@@ -20,14 +19,19 @@ from trainer.errors import ConfigError
 
 class FrameStackingLearner(ConnectorV2):
     """RLlib's learner-side frame stacking (`FrameStackingLearner(num_frames=...)`), paired with
-    `FrameStackingEnvToModule(num_frames=...)` in the EnvRunners. Here the EnvRunners' episodes
-    already hold the stacked frames (oldest first along the last axis) the module acted on, so
-    the learner's batch is made of them as they are; each call checks that the episodes'
-    observations have the module's (stacked) shape, and raises `ConfigError` when they do not
-    (no `FrameStackingEnvToModule` in `env_to_module_connector`, or another `num_frames`)."""
+    `FrameStackingEnvToModule(num_frames=...)` as the last env-to-module piece.
 
-    #: The episodes hold this piece's output already: it may run with any algorithm, and
-    #: multi-agent configs, whose learners make batches from the episodes.
+    With PPO, APPO and IMPALA (which run the learner pieces) the episodes hold each frame once,
+    a chunk that continues an episode with the frames before it as its observations' lookback
+    buffer; each episode's observations become the stacked ones here, oldest frame first along
+    the last axis, zeros before the episode's first frame: what the module saw. Where the
+    EnvRunners stacked the frames into the episodes already (the other algorithms, whose
+    learners take no learner pieces, and multi-agent runs), the episodes are left as they are.
+    Episodes whose observations fit neither raise `ConfigError` (no `FrameStackingEnvToModule`
+    in `env_to_module_connector`, or another `num_frames`)."""
+
+    #: Any algorithm may take this piece: where the algorithm runs no learner pieces, the
+    #: EnvRunners stack the frames into the episodes (multi-agent configs too).
     EPISODES_HOLD_OUTPUT = True
 
     def __init__(
@@ -53,16 +57,34 @@ class FrameStackingLearner(ConnectorV2):
             if not isinstance(space, gym.spaces.Box) or len(episode.observations) == 0:
                 continue
             shape = np.shape(episode.get_observations(0))
-            if shape != space.shape or shape[-1] % self.num_frames:
+            if shape == space.shape and shape[-1] % self.num_frames == 0:
+                continue  # stacked by the EnvRunner
+            if shape[:-1] != space.shape[:-1] or shape[-1] * self.num_frames != space.shape[-1]:
                 raise ConfigError(
                     f"FrameStackingLearner(num_frames={self.num_frames}): the episodes hold "
-                    f"observations of shape {shape}, the module takes {space.shape}; here the "
-                    "EnvRunners stack the frames into the episodes: add "
-                    f"FrameStackingEnvToModule(num_frames={self.num_frames}) to "
-                    "env_runners(env_to_module_connector=...)"
+                    f"observations of shape {shape}, the module takes {space.shape}; stack the "
+                    f"frames with FrameStackingEnvToModule(num_frames={self.num_frames}) as "
+                    "the last piece of env_runners(env_to_module_connector=...)"
                 )
-            break  # one episode tells: they all come from the same pipeline
+            # (A buffer of the episode's own class: the episodes sit above the pieces.)
+            frames = episode.observations
+            episode.observations = type(frames).of_array(stacked_frames(frames, self.num_frames))
         return batch
+
+
+def stacked_frames(frames: Any, num_frames: int) -> np.ndarray:
+    """Each observation of `frames` (an episode's buffer: after its lookback) stacked with the
+    `num_frames - 1` before it along the last axis, oldest first: from the lookback buffer
+    where it has them, zeros before that (the episode's start)."""
+    data = np.asarray(frames.data)
+    earlier = num_frames - 1
+    available = min(frames.lookback, earlier)
+    data = data[frames.lookback - available :]
+    if available < earlier:
+        zeros = np.zeros((earlier - available, *data.shape[1:]), data.dtype)
+        data = np.concatenate([zeros, data])
+    length = len(data) - earlier
+    return np.concatenate([data[k : k + length] for k in range(num_frames)], axis=-1)
 
 
 def _module_of(rl_module: Any, episode: Any) -> Any:

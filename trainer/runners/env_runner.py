@@ -97,6 +97,11 @@ from trainer.metrics import (
     NUM_EPISODES_LIFETIME,
     MetricsLogger,
 )
+from trainer.runners.module_frames import (
+    ModuleFrames,
+    learner_stacked_frames,
+    recording_pipeline,
+)
 from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.rollout import ColumnRecorder, with_earlier_chunks
 from trainer.runners.rollout_loop import collect_rollout
@@ -382,6 +387,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.env_spaces = env_spaces
         #: The env-to-module connector pipeline, if configured (see `trainer.connectors`).
         self._env_to_module: ConnectorPipelineV2 | None = None
+        #: The pipeline the sampling loop runs over the episodes, whose output they record:
+        #: `_env_to_module`, or its pieces before the frame stacking when the learner stacks
+        #: the frames (`_module_frames`; None when no piece is left).
+        self._recording_pipeline: ConnectorPipelineV2 | None = None
+        #: When the learner stacks the frames (`trainer.runners.module_frames`): the module's
+        #: stacked inputs per sub-env.
+        self._module_frames: ModuleFrames | None = None
         #: The config's module-to-env pieces, if any: run on each step's module outputs
         #: before the actions are drawn (`_module_to_env_actions`).
         self._module_to_env: ConnectorPipelineV2 | None = None
@@ -661,7 +673,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         factory = self.config.env_to_module_factory()
         if factory is not None:
             pieces = call_factory(factory, self.env, env_spaces)
-            self._env_to_module = build_pipeline(pieces, *env_spaces)
+            pipeline = self._env_to_module = build_pipeline(pieces, *env_spaces)
+            self._recording_pipeline = pipeline
+            stacking = learner_stacked_frames(self.config, pipeline)
+            if stacking is not None:
+                self._recording_pipeline = recording_pipeline(pipeline)
+                self._module_frames = ModuleFrames(stacking.num_frames, self.num_envs)
         to_env = self.config.module_to_env_connector
         if to_env is not None and self._module_to_env is None:
             pieces = call_module_to_env_factory(to_env, self.env, env_spaces)
@@ -672,8 +689,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
     def _to_module(self, episodes: list[SingleAgentEpisode], env_indices: list[int]) -> None:
         """Runs the env-to-module pipeline over the episodes that just got an observation and
         keeps each one's result as its sub-env's next module input."""
-        assert self._env_to_module is not None, "called only with an env-to-module pipeline"
-        self._env_to_module(
+        assert self._recording_pipeline is not None, "called only with an env-to-module pipeline"
+        self._recording_pipeline(
             rl_module=self.module,
             batch={},
             episodes=episodes,
@@ -692,9 +709,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         if self.spaces is not None and self.spaces.nested_obs_space is not None:
             self._nested_to_module(episodes, env_indices)
             return
-        rows = [np.asarray(ep.observations[-1], dtype=np.float32) for ep in episodes]
-        if self._module_obs is None or self._module_obs.shape[0] != self.num_envs:
-            self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=np.float32)
+        # (Frames of bytes stay bytes, as the module's observation space says.)
+        dtype = np.uint8 if self.spaces is not None and self.spaces.obs_bytes else np.float32
+        rows = [np.asarray(ep.observations[-1], dtype=dtype) for ep in episodes]
+        if (
+            self._module_obs is None
+            or self._module_obs.shape[0] != self.num_envs
+            or self._module_obs.shape[1:] != rows[0].shape
+        ):
+            self._module_obs = np.zeros((self.num_envs,) + rows[0].shape, dtype=dtype)
         for index, row in zip(env_indices, rows, strict=True):
             self._module_obs[index] = row
 
@@ -1236,7 +1259,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         that an `on_episode_step` callback reads is not a `LiveEpisode`. Otherwise episodes
         are made from the columns when they end or are cut (an `on_episode_step` callback
         reads `LiveEpisode`s of the columns)."""
-        pipeline = self._env_to_module
+        pipeline = self._recording_pipeline
         module_obs = self._obs if pipeline is None else self._module_obs
         if (
             self._module_to_env is not None  # its pieces read the episodes at every step
@@ -1324,7 +1347,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         episode = record.episode
         assert episode is not None, "_create_episode() comes first"
         episode.add_env_reset(observation, infos)
-        if self._env_to_module is not None:
+        if self._module_frames is not None:
+            self._module_frames.start(env_index)
+        if self._recording_pipeline is not None:
             self._to_module([episode], [env_index])
         if fire_start and self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", record.event_kwargs)

@@ -41,6 +41,7 @@ from trainer.env.episode import LiveEpisode, SingleAgentEpisode, new_episode_ids
 from trainer.env.episode_list import ColumnRows
 from trainer.env.vectorize import ASYNC, SYNC
 from trainer.runners.env_to_module_rows import LatestStepView, module_observations
+from trainer.runners.module_frames import ModuleFrames, with_frame_lookback
 from trainer.runners.step_columns import StepColumns
 from trainer.runners.sub_env_record import SubEnvRecord
 from trainer.runners.sub_env_recovery import (
@@ -88,7 +89,10 @@ class RecorderRunner(RecoveryRunner, Protocol):
     def _callbacks(self) -> CallbackChain: ...
 
     @property
-    def _env_to_module(self) -> ConnectorPipelineV2 | None: ...
+    def _recording_pipeline(self) -> ConnectorPipelineV2 | None: ...
+
+    @property
+    def _module_frames(self) -> ModuleFrames | None: ...
 
     @property
     def _guarded(self) -> bool: ...
@@ -236,6 +240,8 @@ class ColumnRecorder:
         self._set_up_pipeline()
         self._set_up_events()
         self._set_up_recovery()
+        if self.frames is not None:
+            self._set_up_frames()
         #: The episodes ended in this call, then the chunks; where each is in `columns`.
         self.episodes: list[SingleAgentEpisode] = []
         self.where: list[ColumnRows | None] = []
@@ -245,7 +251,16 @@ class ColumnRecorder:
         runner, num_envs = self.runner, self.num_envs
         #: The env-to-module pipeline: each step's row of observations is its output (what
         #: the module sees, and the episodes record), made from the vector env's raw ones.
-        self.pipeline = pipeline = runner._env_to_module
+        #: When the learner stacks the frames, its pieces before the stacking: the module
+        #: sees the rows stacked by `frames`.
+        self.pipeline = pipeline = runner._recording_pipeline
+        self.frames = runner._module_frames
+        #: The row whose frames `frames` holds (row 0: the call starts where the last ended).
+        self.stacked_row = 0
+        #: Per sub-env, the frames before its row-0 frame, and the step its episode is at
+        #: there (None: it starts with this call): the lookback of the chunk it continues.
+        self.frames_before: np.ndarray | None = None
+        self.continues_at: list[int | None] = []
         #: The module's next input.
         self.policy_obs: Any = runner._obs if pipeline is None else runner._module_obs
         #: Every episode has its object, which gets each step as it is taken (the raw
@@ -360,6 +375,50 @@ class ColumnRecorder:
         self.guarded = runner._guarded
         self.failed: list[int] = []
 
+    def _set_up_frames(self) -> None:
+        """With frames stacked in the learner: the frames each continuing episode's chunk
+        takes as its lookback (see `trainer.runners.module_frames`)."""
+        frames = self.frames
+        assert frames is not None
+        self.frames_before = frames.history()
+        self.continues_at = []
+        for i, record in enumerate(self.records):
+            chunk = self.carried[i]
+            episode = chunk if chunk is not None else self.live[i]
+            if record.awaiting_reset or episode is None or frames.starting[i]:
+                self.continues_at.append(None)
+            else:
+                self.continues_at.append(episode.t)
+
+    def _stacked(self, frames_row: np.ndarray) -> np.ndarray:
+        """The module's input for the current row of frames (pushed once per row; a sub-env
+        whose episode starts at the row starts from zeros)."""
+        frames, row = self.frames, self.columns.row
+        assert frames is not None
+        if row == self.stacked_row and frames.state is not None:
+            return frames.current(frames_row)
+        self.stacked_row = row
+        starting = np.fromiter((first == row for first in self.first_row), bool, self.num_envs)
+        return frames.push(frames_row, starting)
+
+    def _finish_frames(self) -> None:
+        """The call ends with its episodes cut: the module's input at its last row (where the
+        next call starts), and the chunks that continued an episode get the frames before
+        them as lookback. (A call that drops its running episodes needs neither: the next
+        starts fresh ones.)"""
+        self._stacked(self.policy_obs)
+        before = self.frames_before
+        if before is None:
+            return
+        for episode in self.episodes:
+            index = episode.env_index
+            if (
+                episode.t_started
+                and index < len(self.continues_at)
+                and self.continues_at[index] == episode.t_started
+            ):
+                with_frame_lookback(episode, before[index])
+
     def _attach_live_episodes(self) -> None:
         """The episodes under way read this call's rows from now on: a chunk carried in
         continues as a new `LiveEpisode`, one at its reset (a `LiveEpisode`:
@@ -407,7 +466,10 @@ class ColumnRecorder:
     def act(self, explore: bool, random_actions: bool) -> tuple:
         """The step's actions from the module's next input (`EnvRunner._step_actions`):
         (actions, the env's actions, log-probs, distribution inputs, recurrent states)."""
-        return self.runner._step_actions(self.policy_obs, explore, random_actions)
+        observations = self.policy_obs
+        if self.frames is not None:
+            observations = self._stacked(observations)
+        return self.runner._step_actions(observations, explore, random_actions)
 
     def step(self, actions: tuple) -> tuple | None:
         """The vector env stepped with the env's actions (`EnvRunner._try_env_step`); None
@@ -898,6 +960,8 @@ class ColumnRecorder:
                 del self.episodes[num_episodes:], self.where[num_episodes:]
             return columns.episode_list(self.episodes, self.where)
         self._cut_chunks()
+        if self.frames is not None:
+            self._finish_frames()
         return columns.episode_list(self.episodes, self.where)
 
     def _cut_chunks(self) -> None:

@@ -21,6 +21,7 @@ from trainer.core.models import SpaceInfo
 from trainer.core.obs_tree import batch_from_state, set_row
 from trainer.env.env_state import capture_env_state, restore_env_state
 from trainer.env.episode import SingleAgentEpisode
+from trainer.runners.module_frames import ModuleFrames
 from trainer.runners.runner_state import resumed_episode
 from trainer.runners.sub_env_record import SubEnvRecord
 from trainer.runners.vector_rows import unbatch
@@ -61,7 +62,10 @@ class SamplingStateRunner(Protocol):
     def env_spaces(self) -> tuple[gym.Space, gym.Space] | None: ...
 
     @property
-    def _env_to_module(self) -> ConnectorPipelineV2 | None: ...
+    def _recording_pipeline(self) -> ConnectorPipelineV2 | None: ...
+
+    @property
+    def _module_frames(self) -> ModuleFrames | None: ...
 
     @property
     def _sub_env_records(self) -> list[SubEnvRecord]: ...
@@ -126,6 +130,10 @@ def capture_sampling_state(runner: SamplingStateRunner) -> dict:
         "observations": runner._obs,
         # The module's next inputs with an env-to-module pipeline (its last outputs).
         "module_observations": runner._module_obs,
+        # When the learner stacks the frames: the module's stacked inputs.
+        "module_frames": None
+        if runner._module_frames is None
+        else runner._module_frames.get_state(),
         "awaiting_reset": [record.awaiting_reset for record in records],
         "autoreset_envs": np.asarray(autoreset, dtype=bool),
         "action_space_rng": rng_state,
@@ -179,6 +187,13 @@ def restore_sampling_state(runner: SamplingStateRunner, state: dict) -> None:
     for i, episode_state in enumerate(state["episodes"]):
         runner._create_episode(i, resumed_episode(episode_state))
     _restore_module_inputs(runner, state.get("module_observations"))
+    frames = runner._module_frames
+    if frames is not None:
+        saved = state.get("module_frames")
+        if saved is not None:
+            frames.set_state(saved)
+        else:  # (a state without them: the episodes under way start from zeros)
+            frames.starting[:] = True
     _restore_prev_chunks(runner, state["prev_chunks"])
     _restart_sub_envs(runner, restart)
 
@@ -267,7 +282,7 @@ def _restore_vector_state(runner: SamplingStateRunner, state: dict) -> None:
 def _restore_module_inputs(runner: SamplingStateRunner, saved_inputs: Any) -> None:
     """With an env-to-module pipeline: the module's next inputs, as saved, or (a state
     without them) the pipeline's outputs the restored episodes end with."""
-    if runner._env_to_module is None:
+    if runner._recording_pipeline is None:
         return
     if saved_inputs is not None:
         nested = None if runner.spaces is None else runner.spaces.nested_obs_space
