@@ -22,6 +22,7 @@ from torch import nn
 
 from trainer import Algorithm, PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
+from trainer.algorithms.ppo import torch_learner as ppo_torch_learner
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
@@ -280,6 +281,36 @@ def test_an_algorithm_checkpoint_with_the_cnn_resumes_exactly(tmp_path):
             np.testing.assert_array_equal(state[key], value, err_msg=key)
     finally:
         restored.stop()
+
+
+def test_the_learners_values_of_many_frames_are_the_modules_on_all_of_them(monkeypatch):
+    """The learner values a train batch's images a few hundred at a time (one pass over a
+    thousand frames spills the CPU's caches): GAE gets the values one pass over all of them
+    gives."""
+    config = learning_config(seed=1).env_runners(num_env_runners=0)
+    algo = config.build()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=1000)
+        learner = algo.learner
+        module = learner.rl_module
+        valued_rows: list[int] = []
+        compute_values = module.compute_values
+
+        def counted(batch, **kwargs):
+            valued_rows.append(len(batch[Columns.OBS]))
+            return compute_values(batch, **kwargs)
+
+        monkeypatch.setattr(module, "compute_values", counted)
+        in_parts = learner.build_train_batch(episodes)
+        assert max(valued_rows) <= ppo_torch_learner.VALUE_ROWS < sum(valued_rows)
+        monkeypatch.setattr(ppo_torch_learner, "VALUE_ROWS", 10**6)
+        valued_rows.clear()
+        at_once = learner.build_train_batch(episodes)
+        assert len(valued_rows) == 1
+        for column in (Columns.VALUE_TARGETS, Columns.ADVANTAGES):
+            np.testing.assert_allclose(in_parts[column], at_once[column], atol=1e-5)
+    finally:
+        algo.stop()
 
 
 # -- config checks -----------------------------------------------------------------------------

@@ -146,7 +146,8 @@ MIN_PROBE_INTERVAL = 8
 MAX_PROBE_INTERVAL = 4096
 #: Steps a probe runs. The first warms up (it may start the pool's threads, about 0.3 ms); each
 #: of the others must win for the probe to win, since on a busy machine a pool of two has runs
-#: of fast steps between its stalls.
+#: of fast steps between its stalls. A probe ends at its first losing step (after the warm-up):
+#: a losing probe of one thread where two are twice as fast costs two slow steps, not four.
 PROBE_STEPS = 4
 #: The other count is taken when its probe is this much faster than the current count's mean.
 SWITCH_GAIN = 0.9
@@ -185,7 +186,8 @@ def after_step(
 
     One thread is the start and the fallback. Every `probe_interval` ordinary steps, the other
     count runs `PROBE_STEPS` steps; it is kept when every step after the first beats the current
-    count's mean by `SWITCH_GAIN`. A probe that loses doubles the interval (up to
+    count's mean by `SWITCH_GAIN`, and ends at the first one that does not. A probe that loses
+    doubles the interval (up to
     `MAX_PROBE_INTERVAL`), so a busy machine pays for a losing probe rarely; a switch resets it.
     On more than one thread, a step `STALL_FACTOR` times slower than one thread's mean goes back
     to one thread at once, with the next probe `MIN_PROBE_INTERVAL` steps away. A probe step
@@ -197,8 +199,10 @@ def after_step(
     current = policy.threads
     if policy.probing and threads == policy.probing:
         probe_seconds = (*policy.probe_seconds, seconds_per_row)
-        stalled = seconds_per_row > STALL_FACTOR * means.get(current, float("inf"))
-        if len(probe_seconds) < PROBE_STEPS and not stalled:
+        current_mean = means.get(current, float("inf"))
+        stalled = seconds_per_row > STALL_FACTOR * current_mean
+        lost = len(probe_seconds) > 1 and seconds_per_row >= SWITCH_GAIN * current_mean
+        if len(probe_seconds) < PROBE_STEPS and not stalled and not lost:
             return dataclasses.replace(policy, probe_seconds=probe_seconds)
         slowest = max(probe_seconds[1:] or probe_seconds)
         means = {**means, threads: slowest}
