@@ -20,7 +20,7 @@ from helpers import exec_rllib_source, rllib_source
 import trainer  # noqa: F401 - registers localrl/TinyCatch-v0
 from trainer.env.wrappers import atari_wrappers as ours
 from trainer.examples.envs.classes.tiny_catch import ALE_ACTION_MEANINGS, TinyCatch
-from trainer.util.images import resize, rgb2gray
+from trainer.util.images import numpy_resize, numpy_rgb2gray, resize, rgb2gray
 
 CATCH = "localrl/TinyCatch-v0"
 
@@ -252,7 +252,10 @@ def test_frame_stack_normalize_and_grayscale_resize():
     np.testing.assert_array_equal(warped[..., 0], [[76, 0], [0, 0]])  # OpenCV's red
 
 
-def test_rgb2gray_and_resize_match_opencv_values():
+@pytest.mark.parametrize(
+    ("rgb2gray", "resize"), [(rgb2gray, resize), (numpy_rgb2gray, numpy_resize)], ids=["", "numpy"]
+)
+def test_rgb2gray_and_resize_match_opencv_values(rgb2gray, resize):
     pixels = np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255]]], np.uint8)
     np.testing.assert_array_equal(rgb2gray(pixels), [[76, 150, 29, 255]])  # cv2's outputs
     np.testing.assert_allclose(
@@ -263,6 +266,22 @@ def test_rgb2gray_and_resize_match_opencv_values():
     np.testing.assert_allclose(resize(row, 1, 2), [[1.0, 5.0]])
     with pytest.raises(ValueError, match="rgb2gray"):
         rgb2gray(np.zeros((2, 2)))
+
+
+def test_frames_go_through_opencv_where_installed_and_numpy_is_within_a_level():
+    cv2 = pytest.importorskip("cv2")
+    env = gym.make("localrl/TinyCatch-v0", frameskip=1, repeat_action_probability=0.0)
+    frames = [env.reset(seed=0)[0]] + [env.step(i % 3)[0] for i in range(20)]
+    noise = np.random.default_rng(0).integers(0, 256, (210, 160, 3), dtype=np.uint8)
+    for frame in [*frames, noise]:
+        gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+        np.testing.assert_array_equal(rgb2gray(frame), gray)
+        scaled = cv2.resize(gray, (42, 42), interpolation=cv2.INTER_AREA)
+        np.testing.assert_array_equal(resize(gray[..., None], 42, 42), scaled[..., None])
+        # Without OpenCV: the same but for a rounding at an exact half, here and there.
+        for ours_, theirs in ((numpy_rgb2gray(frame), gray), (numpy_resize(gray, 42, 42), scaled)):
+            difference = np.abs(ours_.astype(int) - theirs)
+            assert difference.max() <= 1 and (difference > 0).mean() < 0.01
 
 
 def test_is_atari_as_rllib(rllib):

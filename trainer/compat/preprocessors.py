@@ -18,8 +18,9 @@ observations, centred and scaled), `MultiBinaryPreprocessor` (with
 the observation as it is). `transform` checks every 100th observation against the space, as
 RLlib's does, and raises ValueError for one outside it.
 
-The image resize is this project's numpy area averaging (`trainer.util.images.resize`; RLlib's
-calls OpenCV), so resized frames may differ from RLlib's in the last unit of a pixel.
+The image resize is `trainer.util.images.resize`: OpenCV's INTER_AREA, as RLlib's, where OpenCV
+is installed; without it, numpy's area averaging, whose frames may differ from RLlib's in the
+last unit of a pixel.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ ALE's surface: `unwrapped.get_action_meanings()` (with "NOOP" first) and
 `wrap_atari_for_new_api_stack` chains them as RLlib 2.60 does (time limit, grayscale and resize,
 scaling to [-1, 1], frame skipping with a max over the last two frames, random no-ops on reset,
 one episode per life, FIRE on reset where the game has it, frame stacking). Images are resized
-and grayscaled with numpy (`trainer.util.images`: OpenCV's INTER_AREA and COLOR_RGB2GRAY), so
-no OpenCV is needed. ALE itself (`ale_py`) is not part of this project: the project's own
+and grayscaled as RLlib does (`trainer.util.images`: OpenCV's INTER_AREA and COLOR_RGB2GRAY),
+by OpenCV where it is installed (the `atari` extra), else in numpy. ALE itself (`ale_py`) is not part of this project: the project's own
 Atari-like game, `localrl/TinyCatch-v0`, has the surface these wrappers use.
 """
 
