@@ -14,6 +14,7 @@ import pytest
 from helpers import EpisodeReturn, LevelEnv, RecordRecreated, small_ppo
 from test_curriculum import TaskFromIteration
 from test_evaluation import eval_ppo, weights_sum
+from test_frame_stacking import cartpole_stacking
 from test_named_objects import Counter
 
 from trainer import create_named_object, get_named_object
@@ -264,3 +265,23 @@ def test_a_seeded_multi_agent_run_is_the_same_on_both_backends():
     on_processes, on_ray = _run_multi_agent("processes"), _run_multi_agent("ray")
     assert set(on_processes["weights_sum"]) == {"pa", "pb"}
     assert on_ray == on_processes
+
+
+def test_frames_stacked_in_the_learner_train_alike_on_both_backends():
+    """RLlib's frame-stacking pipeline with the learner stacking: the episodes' frames and
+    their lookback reach the learner from Ray actors as from worker processes."""
+    weights = []
+    for backend in BACKENDS:
+        config = cartpole_stacking(in_learner=True, num_env_runners=1)
+        if backend == "ray":
+            config = config.env_runners(backend="ray")
+        algo = config.build()
+        try:
+            for _ in range(ITERATIONS):
+                algo.train()
+            weights.append(algo.get_weights())
+        finally:
+            algo.stop()
+    on_processes, on_ray = weights
+    for name, values in on_processes.items():
+        np.testing.assert_array_equal(values, on_ray[name], err_msg=name)

@@ -145,7 +145,7 @@ def test_other_algorithms_and_multi_agent_configs_take_the_frame_stacking_learne
         FrameStackingLearner(num_frames=0)
 
 
-def _cartpole_stacking(*, in_learner: bool, num_env_runners: int = 0) -> PPOConfig:
+def cartpole_stacking(*, in_learner: bool, num_env_runners: int = 0) -> PPOConfig:
     """PPO on CartPole with 3 frames stacked: by the learner's piece, or (without it) by the
     EnvRunners into the episodes. Chunks of 30 steps per sub-env, so episodes go on across
     `sample()` calls."""
@@ -187,8 +187,8 @@ def _sampled_alike(stacked: list, frames: list) -> None:
 
 
 def test_with_the_learner_piece_the_episodes_hold_each_frame_once():
-    by_runner = EnvRunner(_cartpole_stacking(in_learner=False), worker_index=1, num_workers=1)
-    by_learner = EnvRunner(_cartpole_stacking(in_learner=True), worker_index=1, num_workers=1)
+    by_runner = EnvRunner(cartpole_stacking(in_learner=False), worker_index=1, num_workers=1)
+    by_learner = EnvRunner(cartpole_stacking(in_learner=True), worker_index=1, num_workers=1)
     try:
         assert by_learner.spaces.observation_space().shape == (4 * FRAMES,)
         continued = 0
@@ -203,7 +203,7 @@ def test_with_the_learner_piece_the_episodes_hold_each_frame_once():
 
 
 def test_a_restored_runner_stacks_and_looks_back_as_the_one_it_was_taken_from():
-    config = _cartpole_stacking(in_learner=True)
+    config = cartpole_stacking(in_learner=True)
     runner = EnvRunner(config, worker_index=1, num_workers=1)
     restored = EnvRunner(config, worker_index=1, num_workers=1)
     try:
@@ -227,10 +227,14 @@ def test_a_restored_runner_stacks_and_looks_back_as_the_one_it_was_taken_from():
 
 
 @pytest.mark.timeout(120)
-def test_ppo_trains_alike_whether_the_runners_or_the_learner_stack_the_frames():
+@pytest.mark.parametrize("num_learners", [0, 2])
+def test_ppo_trains_alike_whether_the_runners_or_the_learner_stack_the_frames(num_learners):
+    """An EnvRunner process; with 2 data-parallel learners too (the episodes are stacked
+    before they are sharded)."""
     weights = []
     for in_learner in (False, True):
-        algo = _cartpole_stacking(in_learner=in_learner, num_env_runners=1).build()
+        config = cartpole_stacking(in_learner=in_learner, num_env_runners=1)
+        algo = config.learners(num_learners=num_learners).build()
         try:
             for _ in range(3):
                 algo.train()
