@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from trainer.connectors.connector_v2 import ConnectorV2
+from trainer.connectors.connector_v2 import ConnectorV2, made_pieces
 from trainer.errors import ConfigError
 
 
@@ -96,6 +96,17 @@ def _module_of(rl_module: Any, episode: Any) -> Any:
         except (KeyError, TypeError):
             return None
     return rl_module
+
+
+def pieces_made_without_spaces(factory: Any) -> list | None:
+    """The pieces a `learner_connector` factory makes when called without spaces (pieces
+    whose output the episodes hold, `FrameStackingLearner`, need none); None for a factory
+    that cannot be called so (it makes other pieces)."""
+    try:
+        made = factory(None, None)
+    except Exception:  # noqa: BLE001 - a factory that needs its spaces makes other pieces
+        return None
+    return made_pieces(made)
 
 
 def holds_output_in_episodes(piece: Any) -> bool:

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from trainer.connectors.connector_v2 import ConnectorPipelineV2, made_pieces
+from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.connectors.env_to_module import FrameStackingEnvToModule
-from trainer.connectors.learner import FrameStackingLearner
+from trainer.connectors.learner import FrameStackingLearner, pieces_made_without_spaces
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer
 
 
@@ -45,11 +45,8 @@ def learner_stacked_frames(
     factory = getattr(config, "learner_connector", None)
     if factory is None:
         return None
-    try:
-        made = factory(None, None)
-    except Exception:  # noqa: BLE001 - a factory that needs its spaces: the runner stacks
-        return None
-    for piece in made_pieces(made):
+    # (A factory that needs its spaces makes other pieces: the runner stacks the frames.)
+    for piece in pieces_made_without_spaces(factory) or ():
         if (
             isinstance(piece, FrameStackingLearner)
             and not piece.multi_agent
@@ -97,7 +94,7 @@ class ModuleFrames:
             shape = (*frames.shape[:-1], width * self.num_frames)
             state = self.state = np.zeros(shape, frames.dtype)
             starting = np.ones(len(frames), dtype=bool)
-        state[..., :-width] = state[..., width:].copy()
+        state[..., :-width] = state[..., width:]  # (numpy buffers the overlap)
         state[..., -width:] = frames
         fresh = starting | self.starting
         if fresh.any():

@@ -412,11 +412,7 @@ class ColumnRecorder:
             return
         for episode in self.episodes:
             index = episode.env_index
-            if (
-                episode.t_started
-                and index < len(self.continues_at)
-                and self.continues_at[index] == episode.t_started
-            ):
+            if episode.t_started and self.continues_at[index] == episode.t_started:
                 with_frame_lookback(episode, before[index])
 
     def _attach_live_episodes(self) -> None:

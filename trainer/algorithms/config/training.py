@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided
 from trainer.algorithms.settings import Setting, UsualRange, in_range, inherited, settings_of
 from trainer.capabilities import LEARNER_CONNECTORS
-from trainer.connectors.connector_v2 import build_pipeline, made_pieces
-from trainer.connectors.learner import holds_output_in_episodes
+from trainer.connectors.connector_v2 import build_pipeline
+from trainer.connectors.learner import holds_output_in_episodes, pieces_made_without_spaces
 from trainer.core.models import MODEL_DEFAULTS
 from trainer.core.schedules import Schedule
 from trainer.errors import ConfigError, UnsupportedSetting
@@ -442,12 +442,10 @@ def _declared_type(config_cls: type, name: str) -> Any:
 
 def _holds_output_in_episodes_only(factory: Any) -> bool:
     """Whether the `learner_connector` factory makes only pieces whose output the episodes hold
-    already (`FrameStackingLearner`: the EnvRunners stack the frames), which any algorithm may
-    take. The factory is called without spaces, as such pieces need none; one that cannot be
+    already (`FrameStackingLearner`: where the algorithm runs no learner pieces, the EnvRunners
+    stack the frames), which any algorithm may take. The factory is called without spaces, as such pieces need none; one that cannot be
     is not such a factory."""
-    try:
-        made = factory(None, None)
-    except Exception:  # noqa: BLE001 - a factory that needs its spaces makes other pieces
+    pieces = pieces_made_without_spaces(factory)
+    if not pieces:
         return False
-    pieces = made_pieces(made)
-    return bool(pieces) and all(holds_output_in_episodes(piece) for piece in pieces)
+    return all(holds_output_in_episodes(piece) for piece in pieces)
