@@ -32,6 +32,24 @@ def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) ->
     )
 
 
+def trained_weights(config: Any, iterations: int) -> dict:
+    """The weights of an algorithm built from `config` after `iterations` of `train()` (the
+    algorithm stopped)."""
+    algo = config.build()
+    try:
+        for _ in range(iterations):
+            algo.train()
+        return algo.get_weights()
+    finally:
+        algo.stop()
+
+
+def assert_same_weights(expected: dict, actual: dict) -> None:
+    """Every weight of `expected` equals `actual`'s of the same name, bit for bit."""
+    for name, values in expected.items():
+        np.testing.assert_array_equal(values, actual[name], err_msg=name)
+
+
 class HangingResetEnv(gym.Env):
     """Hangs in reset() (as an env waiting for a simulator that never answers)."""
 

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import EpisodeReturn, LevelEnv, RecordRecreated, small_ppo
+from helpers import (
+    EpisodeReturn,
+    LevelEnv,
+    RecordRecreated,
+    assert_same_weights,
+    small_ppo,
+    trained_weights,
+)
 from test_curriculum import TaskFromIteration
 from test_evaluation import eval_ppo, weights_sum
 from test_frame_stacking import cartpole_stacking
@@ -270,18 +277,7 @@ def test_a_seeded_multi_agent_run_is_the_same_on_both_backends():
 def test_frames_stacked_in_the_learner_train_alike_on_both_backends():
     """RLlib's frame-stacking pipeline with the learner stacking: the episodes' frames and
     their lookback reach the learner from Ray actors as from worker processes."""
-    weights = []
-    for backend in BACKENDS:
-        config = cartpole_stacking(in_learner=True, num_env_runners=1)
-        if backend == "ray":
-            config = config.env_runners(backend="ray")
-        algo = config.build()
-        try:
-            for _ in range(ITERATIONS):
-                algo.train()
-            weights.append(algo.get_weights())
-        finally:
-            algo.stop()
-    on_processes, on_ray = weights
-    for name, values in on_processes.items():
-        np.testing.assert_array_equal(values, on_ray[name], err_msg=name)
+    config = cartpole_stacking(in_learner=True, num_env_runners=1)
+    on_processes = trained_weights(config, ITERATIONS)
+    on_ray = trained_weights(config.copy().env_runners(backend="ray"), ITERATIONS)
+    assert_same_weights(on_processes, on_ray)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import assert_same_weights, trained_weights
 
 from trainer import DQNConfig, PPOConfig
 from trainer.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFilter
@@ -231,16 +232,13 @@ def test_a_restored_runner_stacks_and_looks_back_as_the_one_it_was_taken_from():
 def test_ppo_trains_alike_whether_the_runners_or_the_learner_stack_the_frames(num_learners):
     """An EnvRunner process; with 2 data-parallel learners too (the episodes are stacked
     before they are sharded)."""
-    weights = []
-    for in_learner in (False, True):
-        config = cartpole_stacking(in_learner=in_learner, num_env_runners=1)
-        algo = config.learners(num_learners=num_learners).build()
-        try:
-            for _ in range(3):
-                algo.train()
-            weights.append(algo.get_weights())
-        finally:
-            algo.stop()
-    stacked_by_runner, stacked_by_learner = weights
-    for name, values in stacked_by_runner.items():
-        np.testing.assert_array_equal(values, stacked_by_learner[name])
+    stacked_by_runner, stacked_by_learner = (
+        trained_weights(
+            cartpole_stacking(in_learner=in_learner, num_env_runners=1).learners(
+                num_learners=num_learners
+            ),
+            3,
+        )
+        for in_learner in (False, True)
+    )
+    assert_same_weights(stacked_by_runner, stacked_by_learner)

@@ -14,7 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import run_rllib_script, written_once
+from helpers import run_rllib_script, small_ppo, written_once
 
 from trainer import AlgorithmConfig, PPOConfig
 from trainer.algorithms.appo import APPOConfig
@@ -510,13 +510,7 @@ def test_foreach_learner_takes_rllibs_actor_options_and_passes_only_kwargs():
     timeout_seconds, return_obj_refs, mark_healthy, **kwargs)` calls `func(learner,
     **kwargs)`: its options are the group's (RLlib's league-based self-play callback passes
     `timeout_seconds=0.0`); object refs, which only Ray actors give, are refused."""
-    algo = (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(num_env_runners=0)
-        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
-        .build()
-    )
+    algo = small_ppo(train_batch_size=64, minibatch_size=32).build()
     try:
         group = algo.learner_group
         seen = group.foreach_learner(
