@@ -45,6 +45,26 @@ def _runner(config, **kwargs):
     return MultiAgentEnvRunner(config, worker_index=1, num_workers=1, **kwargs)
 
 
+def test_seeded_runners_start_from_the_same_weights():
+    """A seeded config's runners build each policy's module alike (their draws are then
+    alike too, before any weights come from a learner)."""
+    first, second = _runner(_two_policies()), _runner(_two_policies())
+    try:
+        weights = first.get_weights(), second.get_weights()
+        assert weights[0].keys() == {"p0", "p1"}
+        for module_id, module_weights in weights[0].items():
+            for name, values in module_weights.items():
+                np.testing.assert_array_equal(values, weights[1][module_id][name])
+        # (Each module its own draws: seeded by its id.)
+        p0, p1 = (
+            np.concatenate([np.ravel(v) for v in weights[0][m].values()]) for m in ("p0", "p1")
+        )
+        assert not np.array_equal(p0, p1)
+    finally:
+        first.stop()
+        second.stop()
+
+
 @pytest.mark.parametrize("num_envs", [1, 3])
 def test_sampling_timesteps_counts_env_steps_as_rllib(num_envs):
     runner = _runner(_two_policies(num_envs_per_env_runner=num_envs))

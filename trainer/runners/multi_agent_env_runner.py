@@ -116,6 +116,7 @@ from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.runners.rollout_loop import collect_rollout
 from trainer.runners.runner_state import RUNNER_STATE_KEYS
 from trainer.util.rng import generator_state, set_generator_state
+from trainer.util.seeding import module_seed
 from trainer.util.state_checks import (
     StateError,
     check_loads,
@@ -627,6 +628,15 @@ class MultiAgentEnvRunner(RunnerSetup):
             env=env, spaces=self.spaces, inference_only=True
         )
         module = spec.build()
+        seed = self.config.seed
+        if seed is not None:
+            # (The default numpy modules draw their first weights unseeded when the container
+            # builds them: a seeded run's runners start from the learners' seeded ones.)
+            for module_id, sub_spec in spec.rl_module_specs.items():
+                from_spec = getattr(sub_spec.module_class, "from_rl_module_spec", None)
+                if from_spec is not None and module_id in module:
+                    seeded = from_spec(sub_spec, seed=module_seed(seed, module_id))
+                    module[module_id].set_weights(seeded.get_weights())
         self.spaces = {
             module_id: (sub.observation_space, sub.action_space)
             for module_id, sub in module.items()
