@@ -279,6 +279,40 @@ def test_prev_actions_prev_rewards_gives_each_agent_its_own_history():
     assert list(episode.agent_episodes["x"].get_rewards()) == [3.0, 7.0, 11.0]
 
 
+def test_a_restored_runner_continues_each_agents_history():
+    """The agents' last actions and rewards are part of the runner's state: a runner restored
+    mid-episode gives its agents the histories the original would have."""
+    config = (
+        PPOConfig()
+        .environment(TurnsEnv)
+        .env_runners(
+            env_to_module_connector=lambda env, spaces=None, device=None: [
+                PrevActionsPrevRewards(multi_agent=True, n_prev_actions=2, n_prev_rewards=1),
+                FlattenObservations(multi_agent=True),
+            ]
+        )
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda *args, **kwargs: "shared")
+        .debugging(seed=1)
+    )
+    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    restored = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    try:
+        runner.sample(num_timesteps=4)
+        state = runner.get_state()
+        (expected, *_) = runner.sample(num_timesteps=2)
+        restored.set_state(state)
+        (again, *_) = restored.sample(num_timesteps=2)
+    finally:
+        runner.stop()
+        restored.stop()
+    assert expected.env_t_started == again.env_t_started == 4 and expected.is_done
+    for agent_id in "xy":
+        np.testing.assert_array_equal(
+            again.agent_episodes[agent_id].get_observations(),
+            expected.agent_episodes[agent_id].get_observations(),
+        )
+
+
 def test_prev_actions_prev_rewards_multi_agent_refuses_a_single_agent_env_and_bad_counts():
     piece = PrevActionsPrevRewards(multi_agent=True)
     with pytest.raises(ValueError, match="single-agent"):

@@ -150,12 +150,25 @@ class AgentHistory:
         """(`agent_id`'s last actions, its last rewards), oldest first."""
         return list(self.actions.get(agent_id, ())), list(self.rewards.get(agent_id, ()))
 
+    def capture_state(self) -> dict:
+        """The history as data (a runner's checkpoint of its sub-envs)."""
+        return {"actions": dict(self.actions), "rewards": dict(self.rewards)}
+
+    def restore_state(self, data: dict) -> None:
+        self.actions = dict(data["actions"])
+        self.rewards = dict(data["rewards"])
+
 
 class ObservationPiecesEnv(MultiAgentEnv):
     """A MultiAgentEnv whose observations (and observation spaces) are the wrapped env's after
     the per-agent observation pieces. Its `unwrapped` is itself (the runner's episodes and
     module spaces read the rewritten spaces from it); any other attribute is the wrapped
-    env's, so callbacks reach the env's own attributes as usual; `env` is the wrapped env."""
+    env's, so callbacks reach the env's own attributes as usual; `env` is the wrapped env.
+    A runner's checkpoint captures the wrapped env and what the wrapper keeps per episode (each
+    agent's frame stack and history), not the pieces, which the config makes again."""
+
+    #: Attributes the constructor makes again (not captured with the sub-env's state).
+    _NOT_STATE = ("_pieces", "_inner")
 
     def __init__(self, env: Any, pieces: list[ObservationPiece]) -> None:
         self.env = env

@@ -7,8 +7,10 @@ parts), sets of agent ids and maps keyed by agent id, none of which
 `capture_multi_agent_env_state` walks the MultiAgentEnv's own attributes instead: a gymnasium
 env inside it is captured by `capture_env_state`; sets, tuples and maps with keys of any kind
 are tagged so they come back as they were; everything else is the same data
-`capture_env_state` takes. Structure (spaces, callables, classes, modules) and maps of only
-spaces are rebuilt by the env's constructor and skipped. What cannot be captured makes the
+`capture_env_state` takes; an object that says how to capture itself (`capture_state()`,
+`restore_state(data)`) is captured that way. Structure (spaces, callables, classes, modules),
+maps of only spaces and the attributes a class names in `_NOT_STATE` are rebuilt by the env's
+constructor and skipped. What cannot be captured makes the
 capture return None and a reason: that sub-env's episode restarts on restore, with a warning.
 
 The runner's "sampling" state (`SAMPLING_KEYS`) holds, per sub-env, the captured env, the
@@ -68,6 +70,8 @@ def _is_space_structure(value: Any) -> bool:
 
 
 def _capture(value: Any) -> Any:
+    if callable(getattr(type(value), "capture_state", None)) and not isinstance(value, gym.Env):
+        return {_TAG: "own", "state": _capture(value.capture_state())}
     if isinstance(value, gym.Env):
         if isinstance(value.unwrapped, MultiAgentEnv):
             captured, why = capture_multi_agent_env_state(value)
@@ -97,6 +101,11 @@ def _capture(value: Any) -> Any:
 def _restore(data: Any, current: Any) -> Any:
     if isinstance(data, dict) and _TAG in data:
         tag = data[_TAG]
+        if tag == "own":
+            if not callable(getattr(current, "restore_state", None)):
+                raise _NotRestorable("an object it held is no longer there")
+            current.restore_state(_restore(data["state"], None))
+            return current
         if tag in ("env", "multi_agent_env"):
             if not isinstance(current, gym.Env):
                 raise _NotRestorable("an env it held is no longer there")
@@ -133,8 +142,9 @@ def capture_multi_agent_env_state(env: Any) -> tuple[dict | None, str | None]:
     if callable(getattr(type(env), "capture_state", None)):
         return {"class": type(env).__qualname__, "own": _to_data(env.capture_state())}, None
     attributes = {}
+    rebuilt = getattr(type(env), "_NOT_STATE", ())
     for name, value in vars(env).items():
-        if name in _RENDER_ATTRIBUTES or _is_space_structure(value):
+        if name in _RENDER_ATTRIBUTES or name in rebuilt or _is_space_structure(value):
             continue
         if _is_structure(value) and not isinstance(value, gym.Env):
             continue
