@@ -6,6 +6,8 @@ them into the episodes and the learner's piece checks them."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 from helpers import assert_same_weights, trained_weights
@@ -15,6 +17,7 @@ from trainer.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFi
 from trainer.connectors.learner import FrameStackingLearner, stacked_frames
 from trainer.errors import ConfigError, UnsupportedSetting
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+from trainer.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
 from trainer.runners.env_runner import EnvRunner
 from trainer.runners.multi_agent_env_runner import MultiAgentEnvRunner
 
@@ -242,3 +245,124 @@ def test_ppo_trains_alike_whether_the_runners_or_the_learner_stack_the_frames(nu
         for in_learner in (False, True)
     )
     assert_same_weights(stacked_by_runner, stacked_by_learner)
+
+
+def multi_agent_stacking(env: type, *, in_learner: bool, num_env_runners: int = 0) -> PPOConfig:
+    """PPO on a multi-agent env (one policy per agent of MultiAgentCartPole, where both act at
+    each step; one shared by TicTacToe's two players, who take turns), each agent's 3 frames
+    stacked per agent: by the learner's piece, or (without it) by the EnvRunners into the
+    episodes. Chunks of 7 env steps per sub-env."""
+    if env is TicTacToe:
+        env_config, policies, mapping = {}, {"p"}, lambda aid, *a, **k: "p"
+    else:
+        env_config, policies, mapping = (
+            {"num_agents": 2},
+            {"p0", "p1"},
+            lambda aid, *a, **k: f"p{aid}",
+        )
+    config = (
+        PPOConfig()
+        .environment(env, env_config=env_config)
+        .env_runners(
+            num_env_runners=num_env_runners,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=7,
+            env_to_module_connector=lambda env, spaces=None, device=None: FrameStackingEnvToModule(
+                num_frames=FRAMES, multi_agent=True
+            ),
+        )
+        .multi_agent(policies=policies, policy_mapping_fn=mapping)
+        .training(train_batch_size=56, minibatch_size=28, num_epochs=2)
+        .debugging(seed=4)
+    )
+    if in_learner:
+        config = config.training(
+            learner_connector=lambda *spaces: FrameStackingLearner(
+                num_frames=FRAMES, multi_agent=True
+            )
+        )
+    return config
+
+
+@pytest.mark.parametrize("env", [MultiAgentCartPole, TicTacToe])
+def test_with_the_learner_piece_multi_agent_episodes_hold_each_agents_frames_once(env):
+    """Agents acting together and in turns: each agent's frames, stacked as the learner
+    does, are the runner-stacked episodes' observations, chunk starts included (a continuing
+    chunk looks back at the agent's own frames before it, with each of its columns)."""
+    sampled = {}
+    for in_learner in (False, True):
+        random.seed(0)  # (TicTacToe's first player comes from Python's `random`, as RLlib's)
+        runner = MultiAgentEnvRunner(
+            multi_agent_stacking(env, in_learner=in_learner), worker_index=1, num_workers=1
+        )
+        try:
+            sampled[in_learner] = [runner.sample(num_timesteps=14) for _ in range(6)]
+        finally:
+            runner.stop()
+    continued = 0
+    for stacked_calls, frame_calls in zip(sampled[False], sampled[True], strict=True):
+        assert len(frame_calls) == len(stacked_calls)
+        for by_runner, by_learner in zip(stacked_calls, frame_calls, strict=True):
+            assert by_learner.agent_episodes.keys() == by_runner.agent_episodes.keys()
+            for agent_id, frames in by_learner.agent_episodes.items():
+                stacked = by_runner.agent_episodes[agent_id]
+                assert np.shape(frames.get_observations(0)) == np.shape(
+                    stacked.get_observations(0)
+                )[:-1] + (np.shape(stacked.get_observations(0))[-1] // FRAMES,)
+                np.testing.assert_array_equal(
+                    stacked_frames(frames.observations, FRAMES), stacked.get_observations()
+                )
+                np.testing.assert_array_equal(frames.get_actions(), stacked.get_actions())
+                if by_learner.env_t_started and frames.t_started:
+                    continued += 1
+                    # (As far back as the agent's episode goes.)
+                    assert frames.observations.lookback == min(FRAMES - 1, frames.t_started)
+                    assert frames.actions.lookback == frames.observations.lookback
+    assert continued >= 4
+
+
+@pytest.mark.timeout(120)
+def test_multi_agent_ppo_trains_alike_whether_the_runners_or_the_learner_stack_the_frames():
+    """An EnvRunner process, two policies."""
+    by_runner, by_learner = (
+        trained_weights(
+            multi_agent_stacking(MultiAgentCartPole, in_learner=in_learner, num_env_runners=1), 3
+        )
+        for in_learner in (False, True)
+    )
+    assert by_runner.keys() == by_learner.keys() == {"p0", "p1"}
+    for module_id, weights in by_runner.items():
+        assert_same_weights(weights, by_learner[module_id])
+
+
+@pytest.mark.parametrize("in_learner", [False, True])
+def test_a_restored_multi_agent_runner_stacks_each_agents_frames_as_the_one_it_was_taken_from(
+    in_learner,
+):
+    """The sub-envs' per-agent stacks travel with the runner's state (not just the env's):
+    the restored runner's chunks, lookback included, equal the original's."""
+    config = multi_agent_stacking(MultiAgentCartPole, in_learner=in_learner)
+    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    restored = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
+    try:
+        runner.sample(num_timesteps=14)
+        state = runner.get_state()
+        expected = runner.sample(num_timesteps=14)
+        restored.set_state(state)
+        again = restored.sample(num_timesteps=14)
+    finally:
+        runner.stop()
+        restored.stop()
+    assert any(episode.env_t_started for episode in expected)
+    for one, other in zip(expected, again, strict=True):
+        assert one.agent_episodes.keys() == other.agent_episodes.keys()
+        for agent_id, agent in one.agent_episodes.items():
+            twin = other.agent_episodes[agent_id]
+            assert twin.observations.lookback == agent.observations.lookback
+            np.testing.assert_array_equal(
+                np.asarray(twin.observations.data), np.asarray(agent.observations.data)
+            )
+            np.testing.assert_array_equal(
+                twin.get_extra_model_outputs("action_dist_inputs"),
+                agent.get_extra_model_outputs("action_dist_inputs"),
+            )

@@ -526,7 +526,7 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "writes the episode's rewards; other algorithms refuse the setting at "
         "validate() unless its pieces' output is in the episodes already "
         "(FrameStackingLearner: with these three it stacks the episodes' frames as RLlib's; "
-        "with the others, and in multi-agent runs, the EnvRunners stack the frames into the "
+        "with the others the EnvRunners stack the frames into the "
         "episodes; tests/test_frame_stacking.py) (tests/test_connectors.py::test_ppo_learns_"
         "from_the_episodes_its_learner_connector_rewrote)",
         "the learners here make their batches from the episodes (RLlib's default pieces are "

@@ -21,17 +21,18 @@ class FrameStackingLearner(ConnectorV2):
     """RLlib's learner-side frame stacking (`FrameStackingLearner(num_frames=...)`), paired with
     `FrameStackingEnvToModule(num_frames=...)` as the last env-to-module piece.
 
-    With PPO, APPO and IMPALA (which run the learner pieces) the episodes hold each frame once,
-    a chunk that continues an episode with the frames before it as its observations' lookback
-    buffer; each episode's observations become the stacked ones here, oldest frame first along
+    With PPO, APPO and IMPALA (which run the learner pieces) the episodes hold each frame once
+    (each agent's, in multi-agent runs with `multi_agent=True` on both pieces), a chunk that
+    continues an episode with the frames before it as its observations' lookback buffer; each
+    (agent's) episode's observations become the stacked ones here, oldest frame first along
     the last axis, zeros before the episode's first frame: what the module saw. Where the
     EnvRunners stacked the frames into the episodes already (the other algorithms, whose
-    learners take no learner pieces, and multi-agent runs), the episodes are left as they are.
+    learners take no learner pieces), the episodes are left as they are.
     Episodes whose observations fit neither raise `ConfigError` (no `FrameStackingEnvToModule`
     in `env_to_module_connector`, or another `num_frames`)."""
 
     #: Any algorithm may take this piece: where the algorithm runs no learner pieces, the
-    #: EnvRunners stack the frames into the episodes (multi-agent configs too).
+    #: EnvRunners stack the frames into the episodes.
     EPISODES_HOLD_OUTPUT = True
 
     def __init__(
@@ -51,7 +52,8 @@ class FrameStackingLearner(ConnectorV2):
         super().__init__(input_observation_space, input_action_space, **kwargs)
 
     def __call__(self, *, rl_module: Any, batch: Any, episodes: list, **kwargs: Any) -> Any:
-        for episode in self.single_agent_episode_iterator(episodes):
+        # (Every agent's episode: a learner piece sees whole chunks, as RLlib's.)
+        for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
             module = _module_of(rl_module, episode)
             space = getattr(module, "observation_space", None)
             if not isinstance(space, gym.spaces.Box) or len(episode.observations) == 0:

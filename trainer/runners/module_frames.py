@@ -14,12 +14,22 @@ episode from the last call gets the frames before its first one (the state at th
 start, all but the newest frame) as its observations' lookback buffer, which the learner's
 piece reads with `neg_index_as_lookback` as RLlib's does; an episode's first chunk needs none
 (zeros). So the learner stacks exactly what the module saw, at chunk starts too.
+
+A multi-agent run stacks each agent's frames inside its sub-envs (`ObservationPiecesEnv`): the
+module gets the stacked observations as before, and when the learner stacks them (the last
+per-agent piece a `FrameStackingEnvToModule(multi_agent=True)`, no episode pieces after it,
+a `FrameStackingLearner(multi_agent=True)` of the same count) the episodes record each
+agent's newest frame (`newest_frames`), under its frame space (`newest_frame_space`). A chunk
+that continues an episode takes each agent's frames before its first observation from the
+chunk before it (`with_agent_frame_lookback`), which holds them already (from its own start,
+or its lookback): by induction every chunk looks back as far as the stacking needs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from trainer.connectors.connector_v2 import ConnectorPipelineV2
@@ -37,8 +47,26 @@ def learner_stacked_frames(
     otherwise: the episodes then hold the stacked frames (the learner's piece finds them)."""
     if pipeline is None or not pipeline.connectors:
         return None
-    last = pipeline.connectors[-1]
-    if not isinstance(last, FrameStackingEnvToModule) or last.multi_agent:
+    return _stacked_by_learner(config, pipeline.connectors[-1], multi_agent=False)
+
+
+def multi_agent_learner_stacked_frames(
+    config: Any, observation_pieces: list, episode_pieces: list
+) -> FrameStackingEnvToModule | None:
+    """`learner_stacked_frames` for a multi-agent run's env-to-module pieces (see
+    `trainer.runners.multi_agent_observations`): the last per-agent observation piece, a
+    `FrameStackingEnvToModule(multi_agent=True)`, when no episode piece runs after it (those
+    read the episodes' observations) and the learner's `FrameStackingLearner(multi_agent=True)`
+    stacks as many frames."""
+    if episode_pieces or not observation_pieces:
+        return None
+    return _stacked_by_learner(config, observation_pieces[-1], multi_agent=True)
+
+
+def _stacked_by_learner(
+    config: Any, last: Any, *, multi_agent: bool
+) -> FrameStackingEnvToModule | None:
+    if not isinstance(last, FrameStackingEnvToModule) or last.multi_agent != multi_agent:
         return None
     if not getattr(getattr(config, "algo_class", None), "RUNS_LEARNER_CONNECTOR", False):
         return None
@@ -49,7 +77,7 @@ def learner_stacked_frames(
     for piece in pieces_made_without_spaces(factory) or ():
         if (
             isinstance(piece, FrameStackingLearner)
-            and not piece.multi_agent
+            and piece.multi_agent == multi_agent
             and piece.num_frames == last.num_frames
         ):
             return last
@@ -143,3 +171,62 @@ def with_frame_lookback(episode: Any, frames: np.ndarray) -> None:
     observations = np.asarray(episode.observations.get())
     data = np.concatenate([np.asarray(frames, observations.dtype), observations])
     episode.observations = InfiniteLookbackBuffer(data, len(frames), episode.observations.space)
+
+
+def newest_frames(observations: dict, num_frames: int) -> dict:
+    """Each agent's newest frame of its stacked observation in `observations` (the last
+    `1 / num_frames` of its last axis), a copy: what a multi-agent episode records when the
+    learner stacks the frames."""
+    newest = {}
+    for agent_id, observation in observations.items():
+        observation = np.asarray(observation)
+        width = observation.shape[-1] // num_frames
+        newest[agent_id] = observation[..., -width:].copy()
+    return newest
+
+
+def newest_frame_space(space: gym.Space, num_frames: int) -> gym.Space:
+    """The space of one frame of a `FrameStackingEnvToModule`-stacked Box `space` (its newest
+    frame's bounds)."""
+    assert isinstance(space, gym.spaces.Box), "the frame-stacking piece stacks Box spaces"
+    width = space.shape[-1] // num_frames
+    return gym.spaces.Box(space.low[..., -width:], space.high[..., -width:], dtype=space.dtype)
+
+
+def with_agent_frame_lookback(successor: Any, chunk: Any, num_frames: int) -> None:
+    """Gives each agent of `successor` (`chunk.cut()`, episodes of newest frames) the frames
+    before its first observation as lookback, `num_frames - 1` of them where the chunk reaches
+    back so far (it holds the agent's frames from the episode's start or from its own
+    lookback). A MultiAgentEpisode reads every column of an agent at the same lookback, so
+    each column (the model outputs too) looks back as many more steps, taken from the chunk,
+    whose columns share their lookback as well."""
+    for agent_id, episode in successor.agent_episodes.items():
+        before = chunk.agent_episodes.get(agent_id)
+        lookback = episode.observations.lookback
+        if before is None or lookback >= num_frames - 1:
+            continue
+        # The chunk's row (in every column) of the successor's first lookback step.
+        front = episode.t_started - before.t_started - lookback + before.observations.lookback
+        extra = min(num_frames - 1 - lookback, front)
+        names = ("observations", "infos", "actions", "rewards")
+        columns = [getattr(before, name) for name in names]
+        outputs = before.extra_model_outputs
+        if extra <= 0 or any(len(column.data) < front for column in (*columns, *outputs.values())):
+            continue  # (a chunk whose columns do not reach the successor's start)
+        for name, column in zip(names, columns, strict=True):
+            setattr(episode, name, _looking_back(column, getattr(episode, name), front, extra))
+        for key, earlier in outputs.items():
+            after = episode.extra_model_outputs.get(key)
+            if after is None:
+                after = InfiniteLookbackBuffer([], lookback, earlier.space)
+            episode.extra_model_outputs[key] = _looking_back(earlier, after, front, extra)
+
+
+def _looking_back(
+    earlier: InfiniteLookbackBuffer, after: InfiniteLookbackBuffer, front: int, extra: int
+) -> InfiniteLookbackBuffer:
+    """`after` with the `extra` rows of `earlier` before row `front` as more lookback."""
+    rows = earlier.data[front - extra : front]
+    rows = rows if isinstance(rows, list) else list(rows)
+    data = after.data if isinstance(after.data, list) else list(after.data)
+    return InfiniteLookbackBuffer(rows + data, after.lookback + extra, after.space)

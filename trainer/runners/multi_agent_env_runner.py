@@ -99,6 +99,11 @@ from trainer.metrics import (
     MetricsLogger,
 )
 from trainer.runners.env_runner import EnvRunner, RunnerSetup
+from trainer.runners.module_frames import (
+    multi_agent_learner_stacked_frames,
+    newest_frame_space,
+    newest_frames,
+)
 from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.multi_agent_columns import AgentColumns
 from trainer.runners.multi_agent_observations import (
@@ -390,6 +395,12 @@ class MultiAgentEnvRunner(RunnerSetup):
         self._episode_pieces: ConnectorPipelineV2 | None = None
         #: The `shared_data` the episode pieces get, kept across calls (as RLlib's runner).
         self._shared_data: dict[str, Any] = {}
+        #: When the learner stacks the frames (`trainer.runners.module_frames`): how many; the
+        #: episodes then record each agent's newest frame, under `_episode_spaces`.
+        self._learner_frames: int | None = None
+        #: Per agent id: the observation space of its episodes (the env spaces, or the frame
+        #: spaces where the learner stacks the frames).
+        self._episode_spaces: dict[Any, gym.Space] = {}
         if create_env:
             self.make_env()
         else:
@@ -474,6 +485,18 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.env_spaces = (
             {aid: first.get_observation_space(aid) for aid in agents},
             {aid: first.get_action_space(aid) for aid in agents},
+        )
+        stacking = multi_agent_learner_stacked_frames(
+            self.config, observation_pieces, episode_pieces
+        )
+        self._learner_frames = None if stacking is None else stacking.num_frames
+        self._episode_spaces = (
+            dict(self.env_spaces[0])
+            if stacking is None
+            else {
+                aid: newest_frame_space(space, stacking.num_frames)
+                for aid, space in self.env_spaces[0].items()
+            }
         )
         self._episode_pieces = self._build_episode_pieces(episode_pieces)
         self._needs_reset = True
@@ -720,7 +743,7 @@ class MultiAgentEnvRunner(RunnerSetup):
     def _new_episode(self, index: int) -> None:
         assert self.env_spaces is not None, "make_env() sets the env spaces"
         self._episodes[index] = MultiAgentEpisode(
-            observation_space=dict(self.env_spaces[0]),
+            observation_space=dict(self._episode_spaces),
             action_space=dict(self.env_spaces[1]),
             agent_to_module_mapping_fn=self.config.policy_mapping_fn,
         )
@@ -739,10 +762,11 @@ class MultiAgentEnvRunner(RunnerSetup):
         assert episode is not None, "_new_episode() comes first"
         try:
             obs, infos = result
+            recorded = self.recorded_observations(obs)
             if self._records_by_column():
-                self._columns[index] = AgentColumns(episode, obs, infos)
+                self._columns[index] = AgentColumns(episode, recorded, infos)
             else:
-                episode.add_env_reset(observations=obs, infos=infos)
+                episode.add_env_reset(observations=recorded, infos=infos)
         except Exception as error:
             explained = self._explained(index, result, "reset()")
             if explained is None:
@@ -752,6 +776,13 @@ class MultiAgentEnvRunner(RunnerSetup):
         self._last_done[index] = _NONE_DONE
         if self._callbacks.has("on_episode_start"):
             self._callbacks.fire_with("on_episode_start", self._event_kwargs(index))
+
+    def recorded_observations(self, observations: dict) -> dict:
+        """What the episodes record of the agents' `observations` (the module's inputs): each
+        agent's newest frame where the learner stacks the frames, else themselves."""
+        if self._learner_frames is None:
+            return observations
+        return newest_frames(observations, self._learner_frames)
 
     def _records_by_column(self) -> bool:
         """Whether new episodes go into `AgentColumns` (no callback reads an episode's data

@@ -13,7 +13,9 @@ sub-envs still stepping once it lets the running episodes play out. One step:
     step        the sub-envs' results, taken lazily: each sub-env steps as `record` takes its
                 result (one after the other, RLlib's "sync" for multi-agent envs), so a
                 sub-env whose episode ended is reset before the next one steps
-    record      each result goes into its episode: a new episode's plain step into its
+    record      each result goes into its episode (where the learner stacks the frames,
+                each agent's newest frame: `trainer.runners.module_frames`): a new
+                episode's plain step into its
                 `AgentColumns`, any other through the episode object
                 (`_add_step_to_episode`); `on_episode_step` fires; an episode that ended
                 ships (`_end_episode`; with episode pieces after their last run over it,
@@ -24,6 +26,7 @@ sub-envs still stepping once it lets the running episodes play out. One step:
                 step of the call
     finish      the columns into the episode objects, the call's metrics, and, for a count of
                 steps, each running episode cut: its chunk goes out, its successor continues
+                (looking back at its agents' earlier frames where the learner stacks them)
 
 What the recorder reads, sets and calls of the runner is `MultiAgentRecorderRunner` (the
 MultiAgentEnvRunner imports this module, so it is not named here).
@@ -40,6 +43,7 @@ from trainer.connectors.connector_v2 import ConnectorPipelineV2
 from trainer.env.multi_agent_episode import MultiAgentEpisode
 from trainer.env.multi_agent_episode_list import MultiAgentEpisodeList
 from trainer.errors import EnvDataError
+from trainer.runners.module_frames import with_agent_frame_lookback
 from trainer.runners.multi_agent_columns import AgentColumns
 
 #: A sub-env's done agents when none is (shared, never changed).
@@ -113,6 +117,9 @@ class MultiAgentRecorderRunner(Protocol):
     def _episode_pieces(self) -> ConnectorPipelineV2 | None: ...
 
     @property
+    def _learner_frames(self) -> int | None: ...
+
+    @property
     def _episodes(self) -> list[MultiAgentEpisode | None]: ...
 
     @property
@@ -157,6 +164,8 @@ class MultiAgentRecorderRunner(Protocol):
     def _recover_sub_envs(self, draining: set[int] | None = None) -> int: ...
 
     def _records_by_column(self) -> bool: ...
+
+    def recorded_observations(self, observations: dict) -> dict: ...
 
     def _log_sample_metrics(self, env_steps: int, episodes: int) -> None: ...
 
@@ -263,13 +272,14 @@ class MultiAgentRecorder:
                 # A reward that is not one number (a string, None, an array) fails here, in
                 # one C loop, not later in the metrics or the learner.
                 math.fsum(rewards.values())
+                recorded = runner.recorded_observations(obs)
                 # A new episode's plain step goes into its columns (None: not taken).
                 columns = by_column[index]
                 ended = (
                     None
                     if columns is None or logps is None or dist_inputs is None
                     else columns.record(
-                        obs,
+                        recorded,
                         acted[index],
                         rewards,
                         infos,
@@ -281,7 +291,9 @@ class MultiAgentRecorder:
                     )
                 )
                 if ended is None:  # not taken: the episode object records the step
-                    ended = self._add_step_to_episode(index, episode, result, actions)
+                    ended = self._add_step_to_episode(
+                        index, episode, (recorded, rewards, terminateds, truncateds, infos), actions
+                    )
                     done_agents = _done_agents(obs, terminateds, truncateds)
                 else:  # (the columns noted the agents done)
                     assert columns is not None
@@ -406,6 +418,8 @@ class MultiAgentRecorder:
             if episode.env_steps() == 0:
                 continue
             successor = episode.cut(len_lookback_buffer=lookback)
+            if runner._learner_frames is not None:
+                with_agent_frame_lookback(successor, episode, runner._learner_frames)
             runner._prev_chunks[index].append(episode)
             episodes[index] = successor
             if by_column:  # its next steps by column, as a new episode's
