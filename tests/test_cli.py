@@ -1212,3 +1212,26 @@ def test_inspect_formats_times_and_sizes_every_file(trained_run, tmp_path):
     files = sorted(p for p in (run / "checkpoint_000004").iterdir() if p.is_file())
     total = re.search(r"^    total +([\d.]+) KB$", done.stdout, re.M)
     assert total and float(total.group(1)) == round(sum(p.stat().st_size for p in files) / 1024, 1)
+
+
+def test_the_plot_waits_for_the_background_import_of_matplotlib(monkeypatch):
+    """Two threads importing matplotlib at once can deadlock on its modules' import locks, and
+    Python then hands one a half-made module: the plot imports only once the background import
+    is done (a stand-in import that takes a while stands for matplotlib's)."""
+    from trainer.cli import learning_curve
+
+    order: list[str] = []
+    started = threading.Event()
+
+    def slow_import():
+        if threading.current_thread() is not threading.main_thread():
+            started.set()
+            time.sleep(0.3)
+        order.append(threading.current_thread().name)
+        return object, object
+
+    monkeypatch.setattr(learning_curve, "_figure_classes", slow_import)
+    learning_curve.import_in_background()
+    assert started.wait(5)
+    learning_curve._loaded_figure_classes()
+    assert order == ["import-matplotlib", threading.main_thread().name]

@@ -32,6 +32,12 @@ def matplotlib_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
+#: The thread `import_in_background` started (None: none started).
+_importing: threading.Thread | None = None
+#: Longest wait for it before the plot imports matplotlib itself.
+IMPORT_WAIT_S = 30
+
+
 def _figure_classes() -> tuple[type, type]:
     """matplotlib's `Figure` and Agg canvas, the parts the plot uses (ImportError without
     matplotlib)."""
@@ -41,11 +47,25 @@ def _figure_classes() -> tuple[type, type]:
     return Figure, FigureCanvasAgg
 
 
+def _loaded_figure_classes() -> tuple[type, type]:
+    """`_figure_classes()` once the background import (if any) is done. Two threads importing
+    matplotlib at once deadlock on its modules' import locks (the plot's `matplotlib.backends`
+    against the background's `matplotlib`): Python then hands one of them a half-made module,
+    the background import failed, and the plot met the leftovers (`module 'matplotlib' has no
+    attribute 'get_data_path'` in a CI run). So the plot waits for the background first."""
+    importing = _importing
+    if importing is not None and importing is not threading.current_thread():
+        importing.join(IMPORT_WAIT_S)
+    return _figure_classes()
+
+
 def import_in_background() -> threading.Thread:
     """Starts importing `_figure_classes` (0.3-0.5 s, the font list included) in a thread, so
     that it overlaps `build()` and the first iterations instead of delaying the first
     checkpoint's plot, which then finds them loaded or waits for them."""
-    return background.import_in_background("matplotlib", _figure_classes)
+    global _importing
+    _importing = background.import_in_background("matplotlib", _figure_classes)
+    return _importing
 
 
 def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
@@ -67,7 +87,7 @@ def write_learning_curve(
     """Plots `results` (result.json's objects) into `path`; False without matplotlib or data."""
     if not results or not matplotlib_available():
         return False
-    Figure, FigureCanvasAgg = _figure_classes()
+    Figure, FigureCanvasAgg = _loaded_figure_classes()
     figure = Figure(figsize=(7, 4), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
