@@ -404,18 +404,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         if create_env:
             self.make_env()
         else:
-            # Without envs (the driver's runner beside remote ones) the pieces still hold the
-            # state the runners' connector states merge into; RLlib's factories read no env
-            # for them (one that does leaves this runner without pieces).
-            try:
-                observation_pieces, episode_pieces = multi_agent_env_to_module_pieces(
-                    self.config, None
-                )
-            except (AttributeError, TypeError):
-                observation_pieces, episode_pieces = [], []
-            self._observation_pieces = list(observation_pieces)
-            if episode_pieces:
-                self._episode_pieces = ConnectorPipelineV2(connectors=episode_pieces)
+            self._take_pieces_without_env()
         self.module = self._build_module()
         self._build_module_to_env()
         self._actors = {
@@ -449,6 +438,18 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.num_env_steps_stepped = 0
 
     # -- building ----------------------------------------------------------------------------
+    def _take_pieces_without_env(self) -> None:
+        """The env-to-module pieces of a runner without envs (the driver's beside remote
+        ones): they still hold the state the runners' connector states merge into. RLlib's
+        factories read no env for them (one that does leaves this runner without pieces)."""
+        try:
+            observation_pieces, episode_pieces = multi_agent_env_to_module_pieces(self.config, None)
+        except (AttributeError, TypeError):
+            observation_pieces, episode_pieces = [], []
+        self._observation_pieces = list(observation_pieces)
+        if episode_pieces:
+            self._episode_pieces = ConnectorPipelineV2(connectors=episode_pieces)
+
     def sub_env_context(self, index: int) -> EnvContext:
         return EnvContext(
             self.config.env_config,
