@@ -535,6 +535,16 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "TorchMetaLearner / TorchDifferentiableLearner: TrainingData(episodes=, "
+        "episodes_refs=, batch_refs=, data_iterators=)",
+        "refused with UnsupportedCall when the update gets them, naming TrainingData(batch=...) "
+        "(tests/test_meta_learning.py::test_bad_input_is_refused_by_name); batches of columns "
+        "train as RLlib's, second-order terms included",
+        "episodes need RLlib's learner connector pipeline, refs and Ray Data iterators Ray; "
+        "RLlib's MAML example and the meta learners it shows train on batches",
+        BEHAVIOUR,
+    ),
+    Difference(
         "Episode actions of a composite action space (Tuple, Dict, MultiDiscrete)",
         "each step's action is recorded as one float32 row of the leaves' values "
         "(episode.get_actions(), the learners' batch['actions']); the env, "

@@ -103,7 +103,10 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib": ("trainer",),
     "ray.rllib.algorithms": ("trainer.algorithms", "trainer"),
     "ray.rllib.algorithms.algorithm": ("trainer.algorithms.algorithm",),
-    "ray.rllib.algorithms.algorithm_config": ("trainer.algorithms.algorithm_config",),
+    "ray.rllib.algorithms.algorithm_config": (
+        "trainer.algorithms.algorithm_config",
+        "trainer.algorithms.differentiable_config",
+    ),
     # Each registered algorithm's own paths (`AlgorithmEntry.rllib_modules`).
     **{path: modules for entry in entries() for path, modules in entry.rllib_modules.items()},
     "ray.rllib.algorithms.callbacks": ("trainer.callbacks",),
@@ -174,6 +177,17 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.distribution.torch.torch_distribution": ("trainer.torch_rl.distributions",),
     "ray.rllib.models.torch.torch_distributions": ("trainer.torch_rl.distributions",),
     "ray.rllib.core.learner.torch.torch_learner": ("trainer.torch_rl.learner",),
+    # Meta-learning: the meta learner, the differentiable learners and their data.
+    **{
+        f"ray.rllib.core.learner.{name}": ("trainer.torch_rl.meta_learning",)
+        for name in (
+            "torch.torch_meta_learner",
+            "torch.torch_differentiable_learner",
+            "differentiable_learner",
+            "differentiable_learner_config",
+            "training_data",
+        )
+    },
     "ray.rllib.utils.torch_utils": ("trainer.torch_rl.torch_utils",),
     # RLlib's Learner base and its names (DEFAULT_OPTIMIZER, LR_KEY, ...): framework-free.
     "ray.rllib.core.learner.learner": ("trainer.core.learner",),
@@ -353,7 +367,8 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
         TORCH,
         "Learner, TorchLearner, LearnerGroup and PPOTorchLearner "
         "(ray.rllib.core.learner.learner, .torch.torch_learner, .learner_group, "
-        "ray.rllib.algorithms.ppo.torch.ppo_torch_learner); no differentiable or TF learners",
+        "ray.rllib.algorithms.ppo.torch.ppo_torch_learner), the meta and differentiable "
+        "learners (.torch.torch_meta_learner, ...); no TF learners",
     ),
     "ray.rllib.core.models": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
@@ -490,9 +505,6 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session", "*")
     },
     "ray.tune.logger": {"*": Unavailable(TUNE, _TUNE_ON_REAL_RAY)},
-    "ray.rllib.algorithms.algorithm_config": {
-        "DifferentiableAlgorithmConfig": Unavailable(META_LEARNING),
-    },
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
     },

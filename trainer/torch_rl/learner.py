@@ -786,10 +786,13 @@ class TorchLearner(Learner):
         """The scalar loss of `module_id` on `batch` (tensors), given the module's
         `forward_train` output; statistics go to `log_loss_stats` or `self.metrics`."""
 
-    def compute_losses(self, *, fwd_out: dict[str, Any], batch: dict[str, Any]) -> dict:
+    def compute_losses(
+        self, *, fwd_out: dict[str, Any], batch: dict[str, Any], **kwargs: Any
+    ) -> dict:
         """{module_id: loss} (RLlib's): of the one module this learner trains, or of each
         module of a whole MultiRLModule that has a batch (`batch[module_id]`,
-        `fwd_out[module_id]`), with the module's own config."""
+        `fwd_out[module_id]`), with the module's own config. Further keyword arguments go to
+        each `compute_loss_for_module` call (a meta learner's `others_loss_per_module`)."""
         if self.is_multi_module:
             return {
                 module_id: self.compute_loss_for_module(
@@ -797,13 +800,14 @@ class TorchLearner(Learner):
                     config=self.config_for_module(module_id),
                     batch=batch[module_id],
                     fwd_out=module_out,
+                    **kwargs,
                 )
                 for module_id, module_out in fwd_out.items()
                 if module_id in batch
             }
         return {
             self.module_id: self.compute_loss_for_module(
-                module_id=self.module_id, config=self.config, batch=batch, fwd_out=fwd_out
+                module_id=self.module_id, config=self.config, batch=batch, fwd_out=fwd_out, **kwargs
             )
         }
 
