@@ -602,6 +602,92 @@ def test_an_rllib_offline_script_runs_unmodified_through_the_launcher(tmp_path, 
     assert "of 150.0 reached" in ran.stdout, ran.stdout[-2000:]
 
 
+@pytest.mark.parametrize("evaluation_runners", [0, 2])
+def test_the_evaluation_runners_record_their_episodes_too(tmp_path, evaluation_runners):
+    """As RLlib's (its evaluation runners are recording runners too): each evaluation's
+    episodes, one row each (`output_write_episodes`), the rest written at stop; in folders of
+    their own beside the training runners' (no file takes another's name)."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(batch_mode="complete_episodes")
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
+        .offline_data(
+            output=str(tmp_path / "data"),
+            output_max_rows_per_file=4,
+            output_write_remaining_data=True,
+        )
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=evaluation_runners,
+            evaluation_duration=3,
+            evaluation_duration_unit="episodes",
+        )
+    )
+    algo = config.build()
+    try:
+        algo.train()  # (one evaluation)
+        for _ in range(2):
+            algo.evaluate()
+    finally:
+        algo.stop()
+    files = _files(tmp_path / "data")
+    evaluation = [f for f in files if Path(f).parent.name.startswith("evaluation-run-")]
+    training = [f for f in files if Path(f).parent.name.startswith("run-")]
+    assert evaluation and training and len(evaluation) + len(training) == len(files)
+    rows = pa.concat_tables([pq.read_table(f) for f in evaluation])
+    assert rows.num_rows == 9  # 3 evaluations of 3 episodes, one row per episode
+    indices = {int(Path(f).parent.name.split("-")[2]) for f in evaluation}
+    assert indices == ({0} if evaluation_runners == 0 else {1, 2})
+    for item in rows.column("item").to_pylist():
+        episode = episode_columns(unpack_episode(item))
+        assert episode["terminated"] or episode["truncated"]
+
+
+@pytest.mark.cli
+def test_an_rllib_script_counts_the_recorded_rows_with_ray_data(tmp_path):
+    """RLlib's recording example reads its data back with `ray.data.read_parquet(...)`: served
+    over pyarrow (rows, columns, batches); Ray Data's other calls are refused when used."""
+    from test_launcher import run_script
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .training(train_batch_size=300, minibatch_size=100, num_epochs=1)
+        .offline_data(
+            output=str(tmp_path / "data"), output_write_episodes=False, output_max_rows_per_file=100
+        )
+    )
+    algo = config.build()
+    try:
+        algo.train()
+    finally:
+        algo.stop()
+    table = pa.concat_tables([pq.read_table(f) for f in _files(tmp_path / "data")])
+    ran = run_script(
+        tmp_path,
+        f"""
+        import ray
+        from ray.rllib.core.columns import Columns
+
+        ds = ray.data.read_parquet("local://{tmp_path / "data"}")
+        print("rows", ds.count(), len(ds.take_all()))
+        print("obs", ds.take_batch(4)[Columns.OBS].shape, Columns.REWARDS in ds.columns())
+        try:
+            ds.map_batches(lambda batch: batch)
+        except ImportError as error:
+            print("refused:", error)
+        """,
+    )
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
+    assert f"rows {table.num_rows} {table.num_rows}" in ran.stdout
+    assert "obs (4, 4) True" in ran.stdout
+    assert (
+        "refused: ray.data.Dataset.map_batches is not available in localrl: it needs Ray Data"
+        in (ran.stdout)
+    )
+
+
 # -- offline evaluation ------------------------------------------------------------------------
 def _mark_offline_evaluation(*, evaluation_metrics, **kwargs):
     evaluation_metrics["marked_by"] = "on_evaluate_offline_end"

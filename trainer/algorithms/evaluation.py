@@ -47,6 +47,7 @@ from trainer.metrics import (
     MetricsLogger,
     add_episode_defaults,
 )
+from trainer.offline.recording import OfflineRecorder
 from trainer.runners import protocol
 from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of
 
@@ -68,6 +69,15 @@ class Evaluator:
         )
         self.metrics = MetricsLogger(root=True, stats_cls_lookup=self.config.stats_cls_lookup)
         self._auto_size: int | None = None  # "auto" request size of the thread-less rounds
+        #: With `offline_data(output=...)`: the evaluation runners' episodes are recorded too
+        #: (RLlib's evaluation runners are recording runners as well), so they come back with
+        #: their metrics; otherwise only the metrics do.
+        self.recorder = (
+            OfflineRecorder(self.config, prefix="evaluation-run")
+            if self.config.output is not None
+            else None
+        )
+        self._sample = "sample_with_metrics" if self.recorder else "sample_metrics_only"
 
     # -- one round ---------------------------------------------------------------------------
     def run(self, stop: threading.Event | None = None) -> dict:
@@ -76,8 +86,9 @@ class Evaluator:
         failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
         replies: list = []
         if not self.group.num_remote_workers():
+            local = getattr(local_runner_of(self.group), self._sample)
             replies = [
-                local_runner_of(self.group).sample_metrics_only(**request)
+                self._metrics_of(0, local(**request))
                 for request in self._fixed_requests([0]).values()
             ]
         else:
@@ -111,6 +122,14 @@ class Evaluator:
             return self._results(self._gather_replies(sent, failed), failed)
 
         return collect
+
+    def _metrics_of(self, index: int, reply: Any) -> dict:
+        """Runner `index`'s metrics from its reply, its episodes recorded where they came."""
+        if self.recorder is None:
+            return reply
+        episodes, metrics, _ = reply
+        self.recorder.record(index, episodes)
+        return metrics
 
     def _has_answered(self, index: int) -> bool:
         return self.group.pool.has_answered(index)
@@ -166,7 +185,7 @@ class Evaluator:
         """Sends each runner its `sample()` request; returns those that took it (the others'
         failures go into `failed`)."""
         sent, failures = self.group.pool.send(
-            list(requests), lambda index: protocol.call("sample_metrics_only", **requests[index])
+            list(requests), lambda index: protocol.call(self._sample, **requests[index])
         )
         failed.update(failures)
         return sent
@@ -175,7 +194,7 @@ class Evaluator:
         """The `get_metrics()` replies of `sent` in runner order (failures go into `failed`)."""
         replies, failures = self.group.pool.gather(sent, self.config.evaluation_sample_timeout_s)
         failed.update(failures)
-        return [replies[index] for index in sorted(replies)]
+        return [self._metrics_of(index, replies[index]) for index in sorted(replies)]
 
     def _auto_bounds(self) -> tuple[int, int]:
         """Smallest and largest "auto" request: env steps per runner, or episodes."""
@@ -210,7 +229,7 @@ class Evaluator:
         self, ids: list[int], stop: threading.Event | None, failed: dict[int, Any]
     ) -> list:
         pool = self.group.pool
-        first = protocol.call("sample_metrics_only", **self._auto_request(first=True))
+        first = protocol.call(self._sample, **self._auto_request(first=True))
         pending, failures = pool.send(ids, first)
         failed.update(failures)
         replies = []
@@ -226,11 +245,9 @@ class Evaluator:
                 reply = self._read(index, failed)
                 if reply is None:
                     continue
-                replies.append(reply)
+                replies.append(self._metrics_of(index, reply))
                 if stop is not None and not stop.is_set():
-                    request = protocol.call(
-                        "sample_metrics_only", **self._auto_request(first=False)
-                    )
+                    request = protocol.call(self._sample, **self._auto_request(first=False))
                     sent, failures = pool.send([index], request)
                     failed.update(failures)
                     pending.extend(sent)
@@ -246,6 +263,8 @@ class Evaluator:
         )
 
     def stop(self) -> None:
+        if self.recorder is not None:
+            self.recorder.stop()  # output_write_remaining_data
         self.group.stop()
 
 

@@ -535,6 +535,25 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "offline_data(output=...): the evaluation EnvRunners' files",
+        "written under evaluation-run-<index>-<write>/ beside the training runners' "
+        "run-<index>-<write>/ (tests/test_offline.py::"
+        "test_the_evaluation_runners_record_their_episodes_too)",
+        "RLlib's evaluation runners name their writes run-<index>-... as the training runners "
+        "do, so the two can write to the same name",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "ray.data (Ray Data) in a script run through the launcher",
+        "read_parquet(paths) over pyarrow: its Dataset's count, schema, columns, take, "
+        "take_all, take_batch, iter_rows, to_pandas and show; every other function and method "
+        "raises RLlibNotAvailable when used (tests/test_offline.py::"
+        "test_an_rllib_script_counts_the_recorded_rows_with_ray_data)",
+        "RLlib's examples read their recordings back with read_parquet; the trainer itself "
+        "reads offline data with pyarrow, without Ray Data",
+        BEHAVIOUR,
+    ),
+    Difference(
         "TorchMetaLearner / TorchDifferentiableLearner: TrainingData(episodes=, "
         "episodes_refs=, batch_refs=, data_iterators=)",
         "refused with UnsupportedCall when the update gets them, naming TrainingData(batch=...) "

@@ -226,6 +226,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.policy.policy": ("trainer.core.policy_spec",),
     # ...and `SampleBatch`'s column names (new-stack code uses them as batch keys).
     "ray.rllib.policy.sample_batch": ("trainer.compat.sample_batch",),
+    # Ray Data's read_parquet, over pyarrow (RLlib's examples count the rows they recorded).
+    "ray.data": ("trainer.compat.ray_data",),
     "ray.rllib.env": (
         "trainer.env.envs",
         "trainer",
@@ -505,6 +507,7 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
         for name in (*AIR_RUNNER_NAMES, "ScalingConfig", "session", "*")
     },
     "ray.tune.logger": {"*": Unavailable(TUNE, _TUNE_ON_REAL_RAY)},
+    "ray.data": {"*": Unavailable(RAY_DATA, "ray.data.read_parquet (its Dataset's rows)")},
     "ray.rllib.policy.policy": {
         "*": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),
     },

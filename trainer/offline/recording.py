@@ -1,8 +1,10 @@
-"""Recording what training EnvRunners sample (`offline_data(output=...)`), as RLlib 2.60's
+"""Recording what the EnvRunners sample (`offline_data(output=...)`), as RLlib 2.60's
 `OfflineSingleAgentEnvRunner` writes it: under `<output>/<env name, lower case>/`, a folder
 `run-<runner index:06d>-<write:05d>` per write holding one parquet file, in RLlib's column
 layout (one row per env step) or, with `output_write_episodes=True` (RLlib's default), one row
-per episode (`item`: the msgpack'd episode state, codec.py).
+per episode (`item`: the msgpack'd episode state, codec.py). The evaluation EnvRunners record
+what they sample too (as RLlib's, whose evaluation runners are recording runners as well),
+under `evaluation-run-...` folders.
 
 Each file is written beside its final name and renamed into place: a killed run leaves whole
 files only (and at most an empty folder or a hidden temporary file, which readers skip).
@@ -103,8 +105,11 @@ def episode_item(episode: Any) -> bytes:
 class OfflineRecorder:
     """Rows per EnvRunner, written to parquet files (see the module docstring)."""
 
-    def __init__(self, config: Any):
+    def __init__(self, config: Any, *, prefix: str = "run"):
+        """`prefix`: the start of each write's folder name (the evaluation EnvRunners record
+        under "evaluation-run", so that no file of theirs takes a training runner's name)."""
         self.folder = output_folder(config.output, config.env)
+        self.prefix = prefix
         self.write_episodes = bool(config.output_write_episodes)
         self.max_rows = config.output_max_rows_per_file
         self.write_remaining = bool(config.output_write_remaining_data)
@@ -154,7 +159,7 @@ class OfflineRecorder:
         table = pa.table({key: _column(values[:rows]) for key, values in held.items()})
         self._rows[runner_index] = {key: values[rows:] for key, values in held.items()}
         self._writes[runner_index] = self._writes.get(runner_index, 0) + 1
-        folder = self.folder / f"run-{runner_index:06d}-{self._writes[runner_index]:05d}"
+        folder = self.folder / f"{self.prefix}-{runner_index:06d}-{self._writes[runner_index]:05d}"
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / "0_000000_000000.parquet"
         temporary = folder / f".{final.name}.tmp"
