@@ -35,10 +35,11 @@ run is sampling and setup: a library at 2x another's env steps/s must fit its wh
 the other's time.
 
 Prints one line per library, then the ratios (this project's env steps/s over theirs) and the
-CPU model. Each library runs in a process of its own (`--only LIB` runs one and prints JSON).
+CPU model; `--rounds N` runs the libraries in turns N times and ends with each ratio's median
+over the rounds (both sides of a ratio move by several percent from run to run here). Each library runs in a process of its own (`--only LIB` runs one and prints JSON).
 
 Run: python bench/atari.py [--game ALE/Pong-v5] [--frames 200000] [--libs localrl sb3 rllib]
-                           [--stacking wrapper|connectors]
+                           [--stacking wrapper|connectors] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ import json
 import os
 import time
 
-from libraries import print_ratios, run_each, timed_calls
+from libraries import run_rounds, timed_calls
 
 FRAMES_PER_STEP = 4
 NUM_ENVS = 8
@@ -249,12 +250,14 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=200_000)
     parser.add_argument("--libs", nargs="+", default=list(RUNNERS), choices=list(RUNNERS))
     parser.add_argument("--stacking", choices=["wrapper", "connectors"], default="wrapper")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each library, in turns")
     parser.add_argument("--only", choices=list(RUNNERS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.only:
         print(json.dumps(RUNNERS[args.only](args.game, args.frames, args.stacking)))
         return
-    rates = run_each(
+    run_rounds(
+        args.rounds,
         __file__,
         args.libs,
         ["--game", args.game, "--frames", str(args.frames), "--stacking", args.stacking],
@@ -267,7 +270,6 @@ def main() -> None:
             f"learner updates {out['update_seconds']:.1f} s"
         ),
     )
-    print_ratios(rates, LABELS)
 
 
 if __name__ == "__main__":
