@@ -268,6 +268,38 @@ def to_train_tensors(batch: dict[str, Any], device: torch.device) -> dict[str, A
     return {key: _train_tensor(value, device) for key, value in batch.items()}
 
 
+def batch_env_steps(batch: Any) -> int | None:
+    """The env steps a batch covers, as RLlib's `MultiAgentBatch` counts them (`env_steps()`,
+    or `count`); None for a plain dict."""
+    env_steps = getattr(batch, "env_steps", None)
+    env_steps = env_steps() if callable(env_steps) else env_steps
+    return getattr(batch, "count", None) if env_steps is None else env_steps
+
+
+def tensor_batches(
+    per_module: dict[Any, Any], env_steps: int | None, device: torch.device
+) -> TensorBatches:
+    """`{module_id: columns}` as tensors on `device`, with the env steps they cover (by
+    default, their rows together: a dict of columns counts no env steps of its own)."""
+    tensors = {
+        module_id: to_train_tensors(dict(columns), device)
+        for module_id, columns in per_module.items()
+    }
+    if env_steps is None:
+        env_steps = sum(num_rows(columns) for columns in tensors.values())
+    return TensorBatches(tensors, int(env_steps))
+
+
+def refuse_unknown_modules(module_ids: Any, known: list[Any]) -> None:
+    """RLlib's ValueError for a batch of modules (`module_ids`) a learner does not hold."""
+    unknown = [module_id for module_id in module_ids if module_id not in known]
+    if unknown:
+        raise ValueError(
+            f"Batch contains one or more ModuleIDs ({set(unknown)}) that are not in this "
+            f"Learner! (its modules: {known})"
+        )
+
+
 def _train_tensor(value: Any, device: torch.device) -> Any:
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         tensor = torch.from_numpy(np.ascontiguousarray(value))
@@ -1014,12 +1046,7 @@ class TorchLearner(Learner):
         if batch is None:
             raise ValueError(f"{type(self).__name__}.update(): give batch=")
         tensors = self._convert_batch_type(batch)
-        unknown = [module_id for module_id in tensors if module_id not in self._module_ids()]
-        if unknown:
-            raise ValueError(
-                f"Batch contains one or more ModuleIDs ({set(unknown)}) that are not in this "
-                f"Learner! (its modules: {self._module_ids()})"
-            )
+        refuse_unknown_modules(tensors, self._module_ids())
         timesteps = timesteps or {}
         self.metrics.reset()
         self.before_gradient_based_update(timesteps=timesteps)
@@ -1100,10 +1127,6 @@ class TorchLearner(Learner):
         if isinstance(batch, TensorBatches):
             return batch
         per_module = getattr(batch, "policy_batches", None)
-        env_steps = getattr(batch, "env_steps", None)
-        env_steps = env_steps() if callable(env_steps) else env_steps
-        if env_steps is None:
-            env_steps = getattr(batch, "count", None)
         if per_module is None:
             if not isinstance(batch, dict):
                 raise TypeError(
@@ -1121,13 +1144,7 @@ class TorchLearner(Learner):
                     f"takes {{module_id: {{column: array}}}} (modules: {ids}); got columns "
                     f"{sorted(map(str, batch))[:5]}"
                 )
-        tensors = {
-            module_id: to_train_tensors(dict(columns), self.device)
-            for module_id, columns in per_module.items()
-        }
-        if env_steps is None:  # RLlib's MultiAgentBatch counts env steps; a dict has none
-            env_steps = sum(num_rows(columns) for columns in tensors.values())
-        return TensorBatches(tensors, int(env_steps))
+        return tensor_batches(per_module, batch_env_steps(batch), self.device)
 
     # -- modules added and removed (a learner of a whole MultiRLModule) --------------------------
     def add_module(

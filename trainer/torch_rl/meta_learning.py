@@ -40,8 +40,13 @@ from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.errors import UnsupportedCall, UnsupportedSetting
 from trainer.metrics import DIFFERENTIABLE_LEARNER_RESULTS
 from trainer.metrics.metrics_logger import MetricsLogger
-from trainer.torch_rl.learner import TorchLearner, to_train_tensors
-from trainer.torch_rl.minibatches import TensorBatches, cyclic_minibatches, num_rows
+from trainer.torch_rl.learner import (
+    TorchLearner,
+    batch_env_steps,
+    refuse_unknown_modules,
+    tensor_batches,
+)
+from trainer.torch_rl.minibatches import TensorBatches, cyclic_minibatches
 
 logger = logging.getLogger("trainer")
 
@@ -114,13 +119,7 @@ def _tensor_batch(training_data: TrainingData | Any, learner: TorchLearner | Any
             f"{type(learner).__name__}.update(training_data=...): its batch must be a "
             f"MultiAgentBatch or {{module_id: {{column: array}}}}, got {type(batch).__name__}"
         )
-    tensors = {
-        module_id: to_train_tensors(dict(columns), learner.device)
-        for module_id, columns in per_module.items()
-    }
-    count = getattr(batch, "count", None)
-    env_steps = count if isinstance(count, int) else sum(map(num_rows, tensors.values()))
-    return TensorBatches(tensors, env_steps)
+    return tensor_batches(per_module, batch_env_steps(batch), learner.device)
 
 
 def functional_forward(module: MultiRLModule, params: NamedParams, batch: dict) -> dict:
@@ -232,11 +231,7 @@ class DifferentiableLearner:
             {mid: cols for mid, cols in batch.items() if self.should_module_be_updated(mid)},
             batch.env_steps,
         )
-        unknown = set(batch) - set(self.module.keys())
-        if unknown:
-            raise ValueError(
-                f"Batch contains one or more ModuleIDs ({unknown}) that are not in this Learner!"
-            )
+        refuse_unknown_modules(batch, list(self.module.keys()))
         self._weights_seq_no += 1
         config = self.learner_config
         loss_per_module: dict = {}
@@ -433,11 +428,7 @@ class TorchMetaLearner(TorchLearner):
                 TrainingData(**{name: kwargs[name]}).validate()
         data = training_data if training_data is not None else TrainingData(batch=batch)
         tensors = _tensor_batch(data, self)
-        unknown = set(tensors) - set(self.module.keys())
-        if unknown:
-            raise ValueError(
-                f"Batch contains one or more ModuleIDs ({unknown}) that are not in this Learner!"
-            )
+        refuse_unknown_modules(tensors, list(self.module.keys()))
         others_data = list(others_training_data) if others_training_data else None
         if others_data is not None and len(others_data) < len(self.others):
             raise ValueError(
