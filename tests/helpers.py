@@ -44,6 +44,22 @@ def trained_weights(config: Any, iterations: int) -> dict:
         algo.stop()
 
 
+def continued_after_restore(make_runner: Any, first: int, then: int) -> tuple[list, list]:
+    """(what a runner samples in `then` env steps after `first`; what a second runner, given
+    the first one's state after those `first`, samples in `then`): two runners made by
+    `make_runner()`, both stopped."""
+    runner, restored = make_runner(), make_runner()
+    try:
+        runner.sample(num_timesteps=first)
+        state = runner.get_state()
+        expected = runner.sample(num_timesteps=then)
+        restored.set_state(state)
+        return expected, restored.sample(num_timesteps=then)
+    finally:
+        runner.stop()
+        restored.stop()
+
+
 def assert_same_weights(expected: dict, actual: dict) -> None:
     """Every weight of `expected` equals `actual`'s of the same name, bit for bit."""
     for name, values in expected.items():

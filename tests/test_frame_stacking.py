@@ -10,7 +10,7 @@ import random
 
 import numpy as np
 import pytest
-from helpers import assert_same_weights, trained_weights
+from helpers import assert_same_weights, continued_after_restore, trained_weights
 
 from trainer import DQNConfig, PPOConfig
 from trainer.connectors.env_to_module import FrameStackingEnvToModule, MeanStdFilter
@@ -208,26 +208,24 @@ def test_with_the_learner_piece_the_episodes_hold_each_frame_once():
 
 def test_a_restored_runner_stacks_and_looks_back_as_the_one_it_was_taken_from():
     config = cartpole_stacking(in_learner=True)
-    runner = EnvRunner(config, worker_index=1, num_workers=1)
-    restored = EnvRunner(config, worker_index=1, num_workers=1)
-    try:
-        runner.sample(num_timesteps=60)
-        state = runner.get_state()
-        expected = runner.sample(num_timesteps=60)
-        restored.set_state(state)
-        again = restored.sample(num_timesteps=60)
-        assert [episode.observations.lookback for episode in again] == [
-            episode.observations.lookback for episode in expected
-        ]
-        for one, other in zip(expected, again, strict=True):
-            np.testing.assert_array_equal(one.observations.data, other.observations.data)
-            np.testing.assert_array_equal(
-                one.get_extra_model_outputs("action_dist_inputs"),
-                other.get_extra_model_outputs("action_dist_inputs"),
-            )
-    finally:
-        runner.stop()
-        restored.stop()
+    expected, again = continued_after_restore(
+        lambda: EnvRunner(config, worker_index=1, num_workers=1), 60, 60
+    )
+    for one, other in zip(expected, again, strict=True):
+        _same_chunk(one, other)
+
+
+def _same_chunk(one, other) -> None:
+    """Two (single-agent) episode chunks with the same observations, lookback included, and
+    the same distribution inputs."""
+    assert other.observations.lookback == one.observations.lookback
+    np.testing.assert_array_equal(
+        np.asarray(other.observations.data), np.asarray(one.observations.data)
+    )
+    np.testing.assert_array_equal(
+        other.get_extra_model_outputs("action_dist_inputs"),
+        one.get_extra_model_outputs("action_dist_inputs"),
+    )
 
 
 @pytest.mark.timeout(120)
@@ -342,27 +340,11 @@ def test_a_restored_multi_agent_runner_stacks_each_agents_frames_as_the_one_it_w
     """The sub-envs' per-agent stacks travel with the runner's state (not just the env's):
     the restored runner's chunks, lookback included, equal the original's."""
     config = multi_agent_stacking(MultiAgentCartPole, in_learner=in_learner)
-    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
-    restored = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
-    try:
-        runner.sample(num_timesteps=14)
-        state = runner.get_state()
-        expected = runner.sample(num_timesteps=14)
-        restored.set_state(state)
-        again = restored.sample(num_timesteps=14)
-    finally:
-        runner.stop()
-        restored.stop()
+    expected, again = continued_after_restore(
+        lambda: MultiAgentEnvRunner(config, worker_index=1, num_workers=1), 14, 14
+    )
     assert any(episode.env_t_started for episode in expected)
     for one, other in zip(expected, again, strict=True):
         assert one.agent_episodes.keys() == other.agent_episodes.keys()
         for agent_id, agent in one.agent_episodes.items():
-            twin = other.agent_episodes[agent_id]
-            assert twin.observations.lookback == agent.observations.lookback
-            np.testing.assert_array_equal(
-                np.asarray(twin.observations.data), np.asarray(agent.observations.data)
-            )
-            np.testing.assert_array_equal(
-                twin.get_extra_model_outputs("action_dist_inputs"),
-                agent.get_extra_model_outputs("action_dist_inputs"),
-            )
+            _same_chunk(agent, other.agent_episodes[agent_id])

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from helpers import continued_after_restore
 
 from tests.test_torch_lstm import replay_states
 from trainer import PPOConfig
@@ -226,8 +227,10 @@ class TurnsEnv(MultiAgentEnv):
         )
 
 
-def test_prev_actions_prev_rewards_gives_each_agent_its_own_history():
-    config = (
+def turns_with_history() -> PPOConfig:
+    """TurnsEnv, one shared policy, each agent's last 2 actions and last reward added to its
+    observations (flattened)."""
+    return (
         PPOConfig()
         .environment(TurnsEnv)
         .env_runners(
@@ -239,6 +242,10 @@ def test_prev_actions_prev_rewards_gives_each_agent_its_own_history():
         .multi_agent(policies={"shared"}, policy_mapping_fn=lambda *args, **kwargs: "shared")
         .debugging(seed=1)
     )
+
+
+def test_prev_actions_prev_rewards_gives_each_agent_its_own_history():
+    config = turns_with_history()
     runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
     try:
         dict_space = PrevActionsPrevRewards(
@@ -282,29 +289,10 @@ def test_prev_actions_prev_rewards_gives_each_agent_its_own_history():
 def test_a_restored_runner_continues_each_agents_history():
     """The agents' last actions and rewards are part of the runner's state: a runner restored
     mid-episode gives its agents the histories the original would have."""
-    config = (
-        PPOConfig()
-        .environment(TurnsEnv)
-        .env_runners(
-            env_to_module_connector=lambda env, spaces=None, device=None: [
-                PrevActionsPrevRewards(multi_agent=True, n_prev_actions=2, n_prev_rewards=1),
-                FlattenObservations(multi_agent=True),
-            ]
-        )
-        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda *args, **kwargs: "shared")
-        .debugging(seed=1)
+    config = turns_with_history()
+    (expected, *_), (again, *_) = continued_after_restore(
+        lambda: MultiAgentEnvRunner(config, worker_index=1, num_workers=1), 4, 2
     )
-    runner = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
-    restored = MultiAgentEnvRunner(config, worker_index=1, num_workers=1)
-    try:
-        runner.sample(num_timesteps=4)
-        state = runner.get_state()
-        (expected, *_) = runner.sample(num_timesteps=2)
-        restored.set_state(state)
-        (again, *_) = restored.sample(num_timesteps=2)
-    finally:
-        runner.stop()
-        restored.stop()
     assert expected.env_t_started == again.env_t_started == 4 and expected.is_done
     for agent_id in "xy":
         np.testing.assert_array_equal(
