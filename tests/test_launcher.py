@@ -47,7 +47,7 @@ def run_script(
     process (`run_cli`), or with `in_subprocess` in a fresh interpreter."""
     script = tmp_path / "rllib_script.py"
     script.write_text(textwrap.dedent(body))
-    env = dict(os.environ, PYTHONPATH=str(REPO), **(environment or {}))
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(environment or {})}
     env.pop(launcher.ENV_VAR, None)
     argv = ["run", *launcher_flags, str(script), *args]
     if not in_subprocess:

@@ -950,13 +950,13 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "RLlib's ray_serve/ray_serve_with_rllib.py",
-        "out of scope: after training here, it starts Ray Serve (`serve run`, with "
-        "ray[serve]), whose process loads the checkpoint's module folder with RLlib's own "
-        "RLModule.from_checkpoint; module folders here hold no pickle, which RLlib needs "
-        "(class_and_ctor_args.pkl). `python -m trainer serve CHECKPOINT` serves a checkpoint "
-        "over HTTP on one machine, and `python -m trainer export CHECKPOINT --format rllib` "
-        "writes a module folder RLlib loads",
+        "RLlib's RLModule.from_checkpoint on a checkpoint written here, outside the launcher",
+        "fails in RLlib (the module folder has no class_and_ctor_args.pkl). Under `python -m "
+        "trainer run`, every Python process the script starts, and the workers of a real Ray "
+        "one of them starts, import this project's RLlib and load it (RLlib's "
+        "ray_serve_with_rllib.py runs so: its Ray Serve replica loads the trained module); "
+        "`python -m trainer export CHECKPOINT --format rllib` writes a module folder RLlib "
+        "loads anywhere",
         "checkpoints hold no pickle, so loading one from anywhere runs no code",
         BEHAVIOUR,
     ),

@@ -47,6 +47,10 @@ from trainer.launcher.table import Unavailable
 #: (Ray's stand-in), "ray" (real Ray; only `ray.rllib`, and `ray.tune`/`ray.air`/`ray.train`
 #: as `real_tune_available()` decides, mapped).
 ENV_VAR = "LOCALRL_RLLIB_LAUNCHER"
+#: First on the PYTHONPATH of the processes a launched script starts (and so of the worker
+#: processes of a real Ray one of them starts): its sitecustomize readies the hook for a
+#: process that imports `ray.rllib` before `trainer`.
+STARTUP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
 #: With real Ray, these top-level `ray.*` packages are still mapped (the rest is real Ray's);
 #: with Ray Tune installed too, only `ray.rllib` (and Tune's `TUNE_OVERLAYS`).
 MAPPED_WITH_REAL_RAY = ("rllib", "tune", "air")
@@ -753,6 +757,7 @@ def install(real_ray: bool = False) -> None:
     if finder.real_tune:  # Tune imported before (a trial actor unpickling its trainable)
         _overlay_the_imported_modules()
     os.environ[ENV_VAR] = "ray" if real_ray else "1"
+    _set_pythonpath([STARTUP_DIR, *_pythonpath()])
 
 
 def uninstall() -> None:
@@ -768,6 +773,20 @@ def uninstall() -> None:
     _displaced.clear()
     _unbind_stand_ins()
     os.environ.pop(ENV_VAR, None)
+    _set_pythonpath(_pythonpath())
+
+
+def _pythonpath() -> list[str]:
+    """PYTHONPATH's entries, the startup folder's left out."""
+    entries = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    return [e for e in entries if e and os.path.abspath(e) != STARTUP_DIR]
+
+
+def _set_pythonpath(entries: list[str]) -> None:
+    if entries:
+        os.environ["PYTHONPATH"] = os.pathsep.join(entries)
+    else:
+        os.environ.pop("PYTHONPATH", None)
 
 
 def _unbind_stand_ins() -> None:
@@ -789,7 +808,17 @@ def _unbind_stand_ins() -> None:
 
 
 def install_from_environment() -> None:
-    """In a process started by a launched script: the same hook as its parent's."""
+    """In a process started by a launched script: the same hook as its parent's. Not where
+    the installed Ray is imported already under a script run on Ray's stand-in (a Ray worker,
+    or Ray Serve's `serve run`): the stand-in cannot replace a Ray that runs. Such a process
+    takes the hook on the installed Ray at its first import of `ray.rllib`
+    (`trainer/launcher/startup/sitecustomize.py`)."""
     mode = os.environ.get(ENV_VAR)
-    if mode:
-        install(real_ray=(mode == "ray"))
+    if not mode or (mode != "ray" and _installed_ray_imported()):
+        return
+    install(real_ray=(mode == "ray"))
+
+
+def _installed_ray_imported() -> bool:
+    module = sys.modules.get("ray")
+    return module is not None and not isinstance(module, RLlibStandIn)

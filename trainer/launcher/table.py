@@ -99,6 +99,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.tune.logger": ("trainer.launcher.tune_logger",),  # pretty_print; the rest at use
     "ray.air": ("trainer.launcher.tune_api",),
     "ray.air.constants": ("trainer.launcher.tune_api",),
+    # Ray's host:port helpers (RLlib's examples name the servers they start with them)
+    "ray._common.network_utils": ("trainer.launcher.ray_network",),
     # RLlib
     "ray.rllib": ("trainer",),
     "ray.rllib.algorithms": ("trainer.algorithms", "trainer"),

@@ -1,0 +1,64 @@
+"""Runs at the start of every Python process that a script run by `python -m trainer run`
+starts, the worker processes of a real Ray that one of them starts included: the launcher puts
+this folder first on their PYTHONPATH (`trainer.launcher.install`).
+
+Where the launcher's mode is in the environment, a finder goes first on `sys.meta_path` and
+waits for the process's first import of `ray.rllib`: it then installs the launcher's hook on
+the Ray the process imported (`trainer.launcher.install(real_ray=True)`), so that `ray.rllib`
+is this project's there too. A process that imports `trainer` first takes the hook as its
+parent's (`trainer.launcher.install_from_environment`), and the finder stands aside. RLlib's
+Ray Serve example needs this: its `serve run` process imports the deployment's module (and
+`ray.rllib` with it) before it starts Ray, and the Serve replica loads the trained module with
+`RLModule.from_checkpoint`.
+
+Then it runs the sitecustomize module this one hides, if there is one. Standard library only:
+a Python without localrl runs it too (and only the one it hides has an effect there).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
+#: `trainer.launcher.finder.ENV_VAR`: the launcher's mode ("1", Ray's stand-in, or "ray").
+LAUNCHER_VAR = "LOCALRL_RLLIB_LAUNCHER"
+
+
+class RLlibOnFirstImport:
+    """Hands the process's first import of `ray.rllib`, and every later one, to the
+    launcher's finder on the installed Ray."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "ray.rllib" and not name.startswith("ray.rllib."):
+            return None
+        sys.meta_path.remove(self)
+        launcher = importlib.import_module("trainer.launcher")
+        if not launcher.installed():
+            launcher.install(real_ray=True)
+        return importlib.util.find_spec(name)
+
+
+def _wait_for_rllib() -> None:
+    if os.environ.get(LAUNCHER_VAR) and importlib.util.find_spec("trainer") is not None:
+        sys.meta_path.insert(0, RLlibOnFirstImport())
+
+
+def _run_the_hidden_sitecustomize() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    this = sys.modules.pop(__name__)
+    try:
+        import sitecustomize  # type: ignore[import-not-found]  # noqa: F401  (the hidden one)
+    except ImportError:
+        sys.modules[__name__] = this
+
+
+_wait_for_rllib()
+_run_the_hidden_sitecustomize()
