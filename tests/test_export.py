@@ -338,3 +338,68 @@ def test_a_module_the_export_cannot_express_is_refused(tmp_path):
 
         export_policy(None, str(tmp_path / "out"), format="xml")
     assert not os.path.exists(tmp_path / "out")
+
+
+class _ONNXWrapper:
+    """RLlib's inference example's wrapper (an `nn.Module` whose `forward` calls the RLModule's
+    `forward_inference` and returns the logits), made where torch is imported."""
+
+    @staticmethod
+    def of(rl_module):
+        import torch
+
+        class Wrapper(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rl_module = rl_module
+
+            def forward(self, obs):
+                return self.rl_module.forward_inference({"obs": obs})["action_dist_inputs"]
+
+        return Wrapper()
+
+
+@pytest.mark.slow
+def test_torch_onnx_export_of_a_numpy_module_records_its_torch_twin(tmp_path):
+    """As RLlib's policy_inference_after_training.py with --use-onnx-for-inference does: a
+    wrapper around a (numpy) PPO module goes through `torch.onnx.export(..., dynamo=True)`;
+    the trace runs the module's torch twin, and the graph in onnxruntime answers what the
+    module answers, for a batch of another size too. A numpy module without a torch twin is
+    refused, naming framework('torch')."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxscript")
+    from trainer.errors import UnsupportedCall
+
+    algo = small_ppo().env_runners(num_env_runners=0).build()
+    try:
+        algo.train()
+        module = algo.get_module()
+    finally:
+        algo.stop()
+    path = str(tmp_path / "policy.onnx")
+    torch.onnx.export(
+        _ONNXWrapper.of(module),
+        (torch.zeros(1, 4),),
+        f=path,
+        input_names=["obs"],
+        output_names=["action_dist_inputs"],
+        dynamic_shapes={"obs": {0: torch.export.Dim("batch")}},
+        dynamo=True,
+    )
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    (logits,) = session.run(["action_dist_inputs"], {"obs": obs})
+    expected = module.forward_inference({"obs": obs})["action_dist_inputs"]
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-6)
+
+    type(module).torch_twin = ""  # a numpy module with no twin
+    try:
+        with pytest.raises(Exception) as refused:  # torch's export error, ours its cause
+            torch.onnx.export(_ONNXWrapper.of(module), (torch.zeros(1, 4),), dynamo=True)
+    finally:
+        del type(module).torch_twin
+    causes = [refused.value]
+    while causes[-1].__cause__ is not None:
+        causes.append(causes[-1].__cause__)
+    refusal = next(c for c in causes if isinstance(c, UnsupportedCall))
+    assert "framework('torch')" in str(refusal)

@@ -950,6 +950,18 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "RLlib's example inference/policy_inference_after_training_w_connector.py "
+        "--use-onnx-for-inference",
+        "fails after training, in torch.onnx.export: KeyError: -1 (docs/rllib_compatibility.md)",
+        "RLlib 2.60 fails there too: the script passes the export's arguments as a dict, "
+        "`torch.onnx.export(rl_module, {'batch': ...})`, which torch's exporter (dynamo=True, "
+        "the default since torch 2.9) reads as a sequence; RLlib's own DefaultPPOTorchRLModule "
+        "(LSTM) raises the same KeyError: -1 under torch 2.13. Its sibling "
+        "policy_inference_after_training.py --use-onnx-for-inference passes here: a traced "
+        "numpy module runs its torch twin (RLlib's default torch module with its weights)",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLlib's RLModule.from_checkpoint on a checkpoint written here, outside the launcher",
         "fails in RLlib (the module folder has no class_and_ctor_args.pkl). Under `python -m "
         "trainer run`, every Python process the script starts, and the workers of a real Ray "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,8 +38,8 @@ from trainer.core.nn import (
 )
 from trainer.core.obs_tree import float32_leaves, is_nested_space
 from trainer.core.rl_module import RLModuleAPI
-from trainer.core.torch_inputs import from_torch, to_torch
-from trainer.errors import UnsupportedValue
+from trainer.core.torch_inputs import from_torch, is_traced, outside_the_trace, to_torch
+from trainer.errors import UnsupportedCall, UnsupportedValue
 from trainer.util.checks import is_int
 from trainer.util.state_checks import StateError, require_float_array, require_map
 
@@ -886,13 +887,37 @@ class FlatParameterModule(RLModuleAPI):
 
         Given torch tensors (as RLlib's default module, a torch one, is called), it answers
         with a torch tensor: scripts written for that module (`.detach().cpu().numpy()` on the
-        output) run as written. The computation is numpy's either way."""
+        output) run as written. The computation is numpy's either way, but under a torch trace
+        (`torch.onnx.export` of a wrapper that calls this module, as RLlib's inference example
+        does): its tensors hold no numbers, and the trace records the torch twin's pass
+        (`traced_twin`)."""
+        if is_traced(batch["obs"]):
+            return self.traced_twin().forward_inference(batch)
         obs, torch = from_torch(batch["obs"])
         return {
             "action_dist_inputs": to_torch(self.dist_inputs(self.spaces.preprocess(obs)), torch)
         }
 
     forward_exploration = forward_inference
+
+    #: "module:function" that returns RLlib's default torch module of the same networks with
+    #: this module's weights (what `traced_twin` builds); empty: a torch trace is refused.
+    torch_twin = ""
+
+    def traced_twin(self) -> Any:
+        """The torch module a torch trace of this module runs: RLlib's default torch module of
+        the same networks, built with this module's current weights (they become the traced
+        graph's constants)."""
+        if not self.torch_twin:
+            raise UnsupportedCall(
+                f"{type(self).__name__}.forward_inference under a torch trace (torch.export, "
+                "torch.onnx.export, torch.compile): this numpy module has no torch twin; "
+                "build the module with framework('torch')",
+                capability=capabilities.TORCH,
+            )
+        module, _, function = self.torch_twin.partition(":")
+        with outside_the_trace():
+            return getattr(importlib.import_module(module), function)(self)
 
     def get_inference_action_dist_cls(self) -> type:
         """RLlib's question, answered with a numpy distribution: NumpyCategorical over the

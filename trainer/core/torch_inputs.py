@@ -2,13 +2,16 @@
 ones, and scripts written for them pass torch tensors and read torch tensors back
 (`.detach().cpu().numpy()`, `.numpy()`, `torch.isfinite(...)`). A numpy module (or numpy
 distribution) given a torch tensor computes in numpy and answers in torch tensors: `from_torch`
-on the way in, `to_torch` on the way out. Torch is never imported here: a tensor exists only
+on the way in, `to_torch` on the way out; a tensor of a torch trace (`is_traced`) has no
+numbers, so a traced module runs its torch twin instead. Torch is never imported here: a tensor exists only
 where torch is imported already.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -30,6 +33,27 @@ def to_torch(array: Any, torch: Any) -> Any:
     if torch is None:
         return array
     return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def is_traced(value: Any) -> bool:
+    """Whether `value` is a tensor that a torch trace (`torch.export`, `torch.onnx.export`,
+    `torch.compile`) stands in for a real one with: a subclass of `torch.Tensor` (a fake or
+    functional tensor), which holds no numbers numpy could read."""
+    torch = _torch_of(value)
+    return torch is not None and type(value) not in (torch.Tensor, torch.nn.Parameter)
+
+
+@contextlib.contextmanager
+def outside_the_trace() -> Iterator[None]:
+    """Real tensors again, during a torch trace: what is built here (a torch twin and its
+    weights) is not recorded, and enters the traced graph as constants. Torch's own switches
+    (private, as torch.export's are); torch is imported already when there is a trace."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    from torch._subclasses.functional_tensor import disable_functional_mode
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+
+    with unset_fake_temporarily(), disable_functional_mode(), disable_proxy_modes_tracing():
+        yield
 
 
 def _torch_of(value: Any) -> Any:

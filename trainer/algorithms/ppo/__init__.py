@@ -28,6 +28,7 @@
 from trainer.algorithms.ppo.catalog import PPOCatalog
 from trainer.algorithms.ppo.config import PPOConfig
 from trainer.algorithms.ppo.differences import DIFFERENCES
+from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.ppo import PPO
 from trainer.algorithms.ppo.presets import FASTER_PRESETS, PRESETS
 from trainer.algorithms.registry import AlgorithmEntry
@@ -79,7 +80,7 @@ ALGORITHM = AlgorithmEntry(
             },
         ),
         "trainer.algorithms.ppo.module:PolicyModule": RLlibModuleClass(
-            torch_twin="trainer.algorithms.ppo.state_conversion:torch_twin_of"
+            torch_twin=PolicyModule.torch_twin
         ),
     },
 )

@@ -36,6 +36,9 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
     #: The function that describes this module's networks for the policy export
     #: (`trainer.export.description.DESCRIBER_ATTRIBUTE`).
     export_describer = "trainer.algorithms.ppo.export:describe_numpy"
+    #: RLlib's default torch PPO module with this module's weights (`traced_twin`; the
+    #: module RLlib's checkpoints of this one hold: `ALGORITHM.rllib_module_classes`).
+    torch_twin = "trainer.algorithms.ppo.state_conversion:torch_twin_of"
 
     @classmethod
     def state_for_torch_module(
