@@ -284,8 +284,17 @@ def test_image_observations_train_and_act_through_the_public_api():
     class SmallFrames(Frames):
         observation_space = gym.spaces.Box(0.0, 1.0, (32, 32, 3), np.float32)
 
-    with pytest.raises(NotSupported, match=r"64x64 images"):
+    # RLlib's DreamerV3 refuses other image sizes with a ValueError too: not a refusal of a
+    # capability RLlib has (NotSupported), as a Dict observation space is.
+    with pytest.raises(ValueError, match=r"64x64 images.*wrap_atari_for_new_api_stack") as wrong:
         _config("CartPole-v1").environment(SmallFrames).build()
+    assert not isinstance(wrong.value, NotSupported)
+
+    class DictFrames(Frames):
+        observation_space = gym.spaces.Dict({"x": gym.spaces.Box(0.0, 1.0, (4,), np.float32)})
+
+    with pytest.raises(NotSupported, match=r"vector observations"):
+        _config("CartPole-v1").environment(DictFrames).build()
 
 
 @pytest.mark.parametrize(

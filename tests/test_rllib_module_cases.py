@@ -51,8 +51,16 @@ def test_an_example_script_of_the_wheel_imports_as_a_module_under_the_launcher(h
 
 def test_an_example_script_without_the_wheel_stays_a_missing_module(hook, monkeypatch):
     monkeypatch.setattr(finder, "_ray_wheel_dir", lambda: None)
-    with pytest.raises(ModuleNotFoundError, match="is a script, not a module"):
+    with pytest.raises(ModuleNotFoundError, match="ships its examples as scripts"):
         import ray.rllib.examples.multi_agent.localrl_probe_script  # noqa: F401
+
+
+def test_an_example_module_the_wheel_lacks_says_rllib_lacks_it_too(hook):
+    """RLlib 2.60's self_play_footsies.py imports a module its wheel does not ship."""
+    if finder._ray_wheel_dir() is None:
+        pytest.skip("needs the installed Ray wheel (the test extra) to look in")
+    with pytest.raises(ModuleNotFoundError, match="nor does the installed Ray wheel have it"):
+        import ray.rllib.examples.algorithms.ppo.multi_agent_footsies_ppo  # noqa: F401
 
 
 # -- legacy_stats ----------------------------------------------------------------------------

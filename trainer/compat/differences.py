@@ -950,6 +950,27 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "RLlib's example multi_agent/self_play_footsies.py",
+        "fails at its first import: No module named 'ray.rllib.examples.algorithms.ppo' "
+        "(docs/rllib_compatibility.md)",
+        "RLlib 2.60 fails there too: its wheel does not ship the module the script imports "
+        "(examples/algorithms/ppo/multi_agent_footsies_ppo.py); run directly on the "
+        "installed RLlib, the script stops with the same ModuleNotFoundError. Where the "
+        "module exists (RLlib's repository), the script downloads the Footsies game from "
+        "Ray's S3 bucket, which this machine cannot reach",
+        BEHAVIOUR,
+    ),
+    Difference(
+        "RLlib's example algorithms/dreamerv3/atari_200M_dreamerv3.py --env=ale_py:ALE/Pong-v5",
+        "fails building the module: ValueError, DreamerV3 takes 64x64 images "
+        "(docs/rllib_compatibility.md)",
+        "RLlib 2.60 fails there too: the script hands ALE's raw 210x160x3 frames to "
+        "DreamerV3, and RLlib's module build raises ValueError('No default CNN configuration "
+        "for obs shape [210, 160, 3]...'). Its siblings (atari_100k_dreamerv3.py, "
+        "atari_dreamerv3.py) resize the frames to 64x64 and run here",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLlib's example inference/policy_inference_after_training_w_connector.py "
         "--use-onnx-for-inference",
         "fails after training, in torch.onnx.export: KeyError: -1 (docs/rllib_compatibility.md)",

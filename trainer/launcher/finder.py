@@ -246,9 +246,14 @@ def plan_for(fullname: str) -> Plan:
             source = _wheel_example_source(fullname)
             if source is not None:
                 return Plan("wheel", detail=source)
+            rllib_side = (
+                "nor does the installed Ray wheel have it (RLlib fails to import it too)"
+                if _ray_wheel_dir() is not None
+                else "and RLlib ships its examples as scripts, not modules"
+            )
             detail = (
                 f"{generic_target} does not exist (RLlib's example modules map to "
-                "trainer.examples by the same path), and RLlib 2.60's is a script, not a module"
+                f"trainer.examples by the same path), {rllib_side}"
             )
             return Plan("unknown", detail=detail)
         return Plan("unknown", detail=f"RLlib {rllib_names().ray_version} has no {fullname}")

@@ -31,8 +31,8 @@ of a Categorical for Discrete actions, mean and log-std of a diagonal Gaussian f
 which the EnvRunner draws from (its mode without exploration). An inference-only copy (the
 EnvRunners') holds the encoder, the RSSM and the actor only.
 
-Vector observations (1-D Box; Discrete observations arrive one-hot) with Discrete or Box actions;
-image observations (RLlib's CNN encoder and decoder) are refused.
+Vector observations (1-D Box; Discrete observations arrive one-hot) and 64x64 images (RLlib's
+CNN encoder and decoder), with Discrete or Box actions.
 """
 
 from __future__ import annotations
@@ -900,16 +900,20 @@ class DreamerV3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
             observation_space = gym.spaces.Box(0.0, 1.0, (int(observation_space.n),), np.float32)
         shape: tuple[int, ...] = tuple(cast(Any, observation_space).shape or ())
         image = is_image_space(observation_space)
-        if not isinstance(observation_space, gym.spaces.Box) or not (
-            len(shape) == 1 or (len(shape) == 3 and shape[:2] == (IMAGE_SIZE, IMAGE_SIZE))
-        ):
-            raise UnsupportedValue(
-                f"DreamerV3TorchRLModule: observation space {observation_space}: DreamerV3 "
-                "takes vector observations (a 1-D Box; Discrete ones arrive one-hot) or "
-                f"{IMAGE_SIZE}x{IMAGE_SIZE} images (a Box of shape ({IMAGE_SIZE}, {IMAGE_SIZE}, "
-                "channels), RLlib's CNN encoder's input; RLlib refuses 2-D ones too: give a "
-                "gray image a channel axis)",
-                OBSERVATION_SPACES,
+        takes = (
+            f"DreamerV3TorchRLModule: observation space {observation_space}: DreamerV3 "
+            "takes vector observations (a 1-D Box; Discrete ones arrive one-hot) or "
+            f"{IMAGE_SIZE}x{IMAGE_SIZE} images (a Box of shape ({IMAGE_SIZE}, {IMAGE_SIZE}, "
+            "channels), RLlib's CNN encoder's input"
+        )
+        if not isinstance(observation_space, gym.spaces.Box):
+            raise UnsupportedValue(takes, OBSERVATION_SPACES)
+        if not (len(shape) == 1 or (len(shape) == 3 and shape[:2] == (IMAGE_SIZE, IMAGE_SIZE))):
+            # RLlib 2.60's DreamerV3 raises a ValueError here too: not a capability it has.
+            raise ValueError(
+                f"{takes}. RLlib's refuses other shapes as well: resize Atari frames with "
+                f"wrap_atari_for_new_api_stack(env, dim={IMAGE_SIZE}), and give a gray image "
+                "a channel axis"
             )
         if image and shape[-1] not in (1, 3):
             raise UnsupportedValue(
