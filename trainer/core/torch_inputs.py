@@ -3,13 +3,14 @@ ones, and scripts written for them pass torch tensors and read torch tensors bac
 (`.detach().cpu().numpy()`, `.numpy()`, `torch.isfinite(...)`). A numpy module (or numpy
 distribution) given a torch tensor computes in numpy and answers in torch tensors: `from_torch`
 on the way in, `to_torch` on the way out; a tensor of a torch trace (`is_traced`) has no
-numbers, so a traced module runs its torch twin instead. Torch is never imported here: a tensor exists only
-where torch is imported already.
+numbers, so a traced module runs its torch twin instead. Torch is never imported here: a
+tensor exists only where torch is imported already.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -47,13 +48,27 @@ def is_traced(value: Any) -> bool:
 def outside_the_trace() -> Iterator[None]:
     """Real tensors again, during a torch trace: what is built here (a torch twin and its
     weights) is not recorded, and enters the traced graph as constants. Torch's own switches
-    (private, as torch.export's are); torch is imported already when there is a trace."""
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
-    from torch._subclasses.functional_tensor import disable_functional_mode
-    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
-
-    with unset_fake_temporarily(), disable_functional_mode(), disable_proxy_modes_tracing():
+    (private, as torch.export's are; where a torch version lacks one, what is built is
+    recorded and torch's exporter may refuse it); torch is imported already when there is a
+    trace."""
+    switches = []
+    for module, name in _TRACE_SWITCHES:
+        try:
+            switches.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    with contextlib.ExitStack() as stack:
+        for switch in switches:
+            stack.enter_context(switch())
         yield
+
+
+#: torch's switches that suspend a trace: fake tensors, functionalization, proxy tracing.
+_TRACE_SWITCHES = (
+    ("torch._subclasses.fake_tensor", "unset_fake_temporarily"),
+    ("torch._subclasses.functional_tensor", "disable_functional_mode"),
+    ("torch.fx.experimental.proxy_tensor", "disable_proxy_modes_tracing"),
+)
 
 
 def _torch_of(value: Any) -> Any:
