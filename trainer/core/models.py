@@ -901,21 +901,24 @@ class FlatParameterModule(RLModuleAPI):
     forward_exploration = forward_inference
 
     #: "module:function" that returns RLlib's default torch module of the same networks with
-    #: this module's weights (what `traced_twin` builds); empty: a torch trace is refused.
+    #: this module's weights, whose `forward_inference` answers as this one's (what
+    #: `traced_twin` builds); empty: a torch trace is refused. Read from the module's own
+    #: class only: a subclass may compute otherwise, and declares its own twin or has none.
     torch_twin = ""
 
     def traced_twin(self) -> Any:
         """The torch module a torch trace of this module runs: RLlib's default torch module of
         the same networks, built with this module's current weights (they become the traced
         graph's constants)."""
-        if not self.torch_twin:
+        twin = vars(type(self)).get("torch_twin", "")
+        if not twin:
             raise UnsupportedCall(
                 f"{type(self).__name__}.forward_inference under a torch trace (torch.export, "
                 "torch.onnx.export, torch.compile): this numpy module has no torch twin; "
                 "build the module with framework('torch')",
                 capability=capabilities.TORCH,
             )
-        module, _, function = self.torch_twin.partition(":")
+        module, _, function = twin.partition(":")
         with outside_the_trace():
             return getattr(importlib.import_module(module), function)(self)
 
