@@ -281,12 +281,16 @@ def test_ray_backend_under_the_stand_in_says_to_use_the_ray_flag(tmp_path):
     assert "python -m trainer run --ray" in result.stderr
 
 
-@pytest.mark.slow
-@pytest.mark.ray
-@pytest.mark.skipif(
+#: A test that runs the installed Ray (outside the launcher's hook, which this finder skips).
+needs_installed_ray = pytest.mark.skipif(
     importlib.machinery.PathFinder.find_spec("ray") is None,
     reason="needs the installed Ray (the test extra)",
 )
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@needs_installed_ray
 def test_ray_flag_keeps_the_installed_ray_and_maps_rllib(tmp_path):
     result = run_script(
         tmp_path,

@@ -6,7 +6,6 @@ that RLlib's examples import."""
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
 import os
 import sys
@@ -14,18 +13,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from test_launcher import REPO, run_script
+from test_launcher import REPO, needs_installed_ray, run_script
 
 from trainer import launcher
 from trainer.launcher import ray_network
 from trainer.launcher.finder import STARTUP_DIR
 
 pytestmark = pytest.mark.cli
-
-needs_ray = pytest.mark.skipif(
-    importlib.machinery.PathFinder.find_spec("ray") is None,
-    reason="needs the installed Ray (the test extra)",
-)
 
 #: What a child process reports: where its RLlib comes from, and whether its Ray is installed.
 CHILD = """
@@ -41,7 +35,7 @@ print(json.dumps({
 
 
 @pytest.mark.slow
-@needs_ray
+@needs_installed_ray
 def test_a_python_process_the_script_starts_imports_this_projects_rllib(tmp_path):
     """The script's child imports the installed Ray and then `ray.rllib` without importing
     `trainer`: it gets this project's RLlib on the installed Ray, and a sitecustomize of the
@@ -75,7 +69,7 @@ def test_a_python_process_the_script_starts_imports_this_projects_rllib(tmp_path
 
 @pytest.mark.slow
 @pytest.mark.ray
-@needs_ray
+@needs_installed_ray
 @pytest.mark.timeout(240)
 def test_the_ray_workers_of_a_process_the_script_starts_load_its_checkpoint(tmp_path):
     """As RLlib's Ray Serve example does: the script trains and saves; a process it starts
@@ -162,7 +156,7 @@ ADDRESSES = ["localhost", "127.0.0.1", "::1", "[::1]", "10.0.0.1", "fe80::1%eth0
 HOST_PORTS = ["a:1", "::1", "[::1]:80", "noport", "1.2.3.4:5", "[fe80::1]:8265", "x:y:z"]
 
 
-@needs_ray
+@needs_installed_ray
 def test_rays_address_helpers_answer_as_rays_own_for_literals():
     import ray._raylet as raylet
 

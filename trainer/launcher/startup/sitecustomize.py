@@ -12,7 +12,8 @@ Ray Serve example needs this: its `serve run` process imports the deployment's m
 `RLModule.from_checkpoint`.
 
 Then it runs the sitecustomize module this one hides, if there is one. Standard library only:
-a Python without localrl runs it too (and only the one it hides has an effect there).
+a Python without localrl runs it too (its finder leaves `ray.rllib` to the installed RLlib
+there).
 """
 
 from __future__ import annotations
@@ -39,14 +40,17 @@ class RLlibOnFirstImport:
         if name != "ray.rllib" and not name.startswith("ray.rllib."):
             return None
         sys.meta_path.remove(self)
-        launcher = importlib.import_module("trainer.launcher")
+        try:
+            launcher = importlib.import_module("trainer.launcher")
+        except ImportError:  # a Python without localrl: the installed RLlib
+            return None
         if not launcher.installed():
             launcher.install(real_ray=True)
         return importlib.util.find_spec(name)
 
 
 def _wait_for_rllib() -> None:
-    if os.environ.get(LAUNCHER_VAR) and importlib.util.find_spec("trainer") is not None:
+    if os.environ.get(LAUNCHER_VAR):
         sys.meta_path.insert(0, RLlibOnFirstImport())
 
 
