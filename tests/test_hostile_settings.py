@@ -194,6 +194,8 @@ HOSTILE: dict[str, list[Any]] = {
     "input_compress_columns": ["obs", 5, [1], True, None],
     "ignore_final_observation": BOOL,
     "dataset_num_iters_per_learner": [*OPTIONAL_COUNT, 0],
+    "offline_data_class": [5, "OfflineData", len, True],
+    "prelearner_class": [5, "OfflinePreLearner", len, True],
     "output": [5, "", [1], True, {"a": 1}],
     "output_write_episodes": BOOL,
     "output_max_rows_per_file": [*OPTIONAL_COUNT, 0],

@@ -12,7 +12,10 @@ Where the code differs from the plain package order, and why:
   (`rllib_utils`), the older method names (`old_names`, mixins the Algorithm, the config and the
   EnvRunnerGroup inherit), the older callback forms (`old_callbacks`) and the older config and
   result keys (`old_api`, `rllib_settings`) are vocabulary every layer speaks: they sit low,
-  next to `trainer.util` (`old_api` above the metric names it maps).
+  next to `trainer.util` (`old_api` above the metric names it maps). RLlib's batch containers
+  (`sample_batch`, above `trainer.core`'s module ids) and Ray Data's local readers
+  (`ray_data`, above `trainer.offline`'s files) sit below `trainer.algorithms`, whose offline
+  data pipeline hands out those batches of those readers' rows.
 - `trainer.core.spaces` (gymnasium and numpy only) is the spaces vocabulary the checkpoint
   format, the episodes and the buffers spell spaces with: it sits below `trainer.checkpoints`,
   which in turn sits below the rest of `trainer.core` (module checkpoints use it). The numpy
@@ -178,9 +181,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("trainer.compat.old_api", "trainer.checkpoints"),
     ("trainer.core", "trainer.result_grid"),
-    ("trainer.env", "trainer.offline", "trainer.connectors.batching"),
+    (
+        "trainer.env",
+        "trainer.offline",
+        "trainer.connectors.batching",
+        "trainer.compat.sample_batch",
+    ),
     (
         "trainer.torch_rl",
+        "trainer.compat.ray_data",
         "trainer.replay_buffers",
         "trainer.connectors.module_to_env",
         "trainer.connectors.checkpoint",

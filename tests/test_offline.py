@@ -674,7 +674,7 @@ def test_an_rllib_script_counts_the_recorded_rows_with_ray_data(tmp_path):
         print("rows", ds.count(), len(ds.take_all()))
         print("obs", ds.take_batch(4)[Columns.OBS].shape, Columns.REWARDS in ds.columns())
         try:
-            ds.map_batches(lambda batch: batch)
+            ds.streaming_split(2)
         except ImportError as error:
             print("refused:", error)
         """,
@@ -683,7 +683,7 @@ def test_an_rllib_script_counts_the_recorded_rows_with_ray_data(tmp_path):
     assert f"rows {table.num_rows} {table.num_rows}" in ran.stdout
     assert "obs (4, 4) True" in ran.stdout
     assert (
-        "refused: ray.data.Dataset.map_batches is not available in localrl: it needs Ray Data"
+        "refused: ray.data.Dataset.streaming_split is not available in localrl: it needs Ray Data"
         in (ran.stdout)
     )
 

@@ -22,6 +22,8 @@ from typing import Any, ClassVar
 
 from trainer.algorithms.algorithm import Algorithm
 from trainer.algorithms.offline_evaluation import OfflineEvaluation
+from trainer.algorithms.offline_pipeline import INPUT_ENV_SPACES, learner_batch
+from trainer.algorithms.offline_pipeline import OfflineData as PipelineData
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.metrics import (
     ALL_MODULES,
@@ -59,9 +61,30 @@ class OfflineAlgorithm(Algorithm):
         # The recorded observations are one sub-env's, as the episodes hold them.
         spaces = self.env_runner_group.get_spaces()
         obs_space, action_space = spaces.get("__env_single__", spaces[DEFAULT_MODULE_ID])
-        self.offline_data = OfflineData(self.config, obs_space, action_space, self.config.seed)
+        if self.config.offline_data_class is None and self.config.prelearner_class is None:
+            self.offline_data = OfflineData(self.config, obs_space, action_space, self.config.seed)
+        else:
+            self.offline_data = self._pipeline_data(obs_space, action_space)
         if self.config.offline_evaluation_interval:
             self.offline_evaluation = OfflineEvaluation(self.config, obs_space, action_space)
+
+    def _pipeline_data(self, obs_space: Any, action_space: Any) -> Any:
+        """RLlib's data pipeline (`trainer.algorithms.offline_pipeline`): the config's
+        `offline_data_class`, given the spaces, the module's spec and the learner as RLlib's
+        algorithm gives them."""
+        data = (self.config.offline_data_class or PipelineData)(self.config)
+        spaces = {DEFAULT_MODULE_ID: (obs_space, action_space)}
+        data.spaces = {INPUT_ENV_SPACES: (obs_space, action_space), **spaces}
+        data.module_spec = self.config.get_rl_module_spec(spaces=spaces)
+        data.learner_handles = [self.learner]
+        return data
+
+    def _read(self, rows: int) -> dict[str, Any]:
+        """`rows` recorded transitions: from the fast reader, or through the pipeline."""
+        if isinstance(self.offline_data, OfflineData):
+            return self.offline_data.sample(rows)
+        source = type(self.offline_data).__name__
+        return learner_batch(self.offline_data.sample(num_samples=rows), source)
 
     def training_step(self) -> None:
         """Read, update, sync (see the module docstring); logs under RLlib's keys."""
@@ -78,7 +101,7 @@ class OfflineAlgorithm(Algorithm):
         with self.learner.update_threads():
             for _ in range(iterations):
                 with metrics.log_time((TIMERS, OFFLINE_SAMPLING_TIMER)):
-                    batch = self.offline_data.sample(rows)
+                    batch = self._read(rows)
                 with metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
                     sampled = self.num_env_steps_sampled_lifetime
                     results = self.update_learners_on_batch(

@@ -265,7 +265,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "offline_eval_runner_restore_timeout_s": NoEffect(1800.0, _OFFLINE_EVAL),
     },
     "offline_data": {
-        "offline_data_class": Unsupported(None, _OFFLINE, capability=OFFLINE),
         "input_read_sample_batches": Unsupported(
             False,
             "the old stack's SampleBatch data is not read here; record it again as columns "
@@ -278,12 +277,6 @@ RLLIB_SETTINGS: dict[str, dict[str, NoEffect | Unsupported]] = {
         "materialize_mapped_data": NoEffect(True, _OFFLINE),
         "map_batches_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "iter_batches_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
-        "prelearner_class": Unsupported(
-            None,
-            "there is no OfflinePreLearner here: recorded rows go to the learner as "
-            "transitions; change them in a learner_class's compute_loss_for_module",
-            capability=OFFLINE,
-        ),
         "prelearner_buffer_class": NoEffect(None, _OFFLINE),
         "prelearner_buffer_kwargs": NoEffect({}, _OFFLINE, fine=_is_none_or_empty),
         "prelearner_module_synch_period": NoEffect(10, _OFFLINE),

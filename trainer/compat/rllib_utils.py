@@ -301,3 +301,37 @@ TYPE_ALIASES = (
 )
 globals().update({name: Any for name in TYPE_ALIASES})
 T = TypeVar("T")
+
+
+# -- ray.rllib.utils: flatten_dict / unflatten_dict --------------------------------------------
+def flatten_dict(nested: dict[str, Any], sep: str = "/", env_steps: int = 0) -> dict[str, Any]:
+    """RLlib's `flatten_dict`: a nested dict (and the lists and tuples in it) as one flat dict
+    whose keys are the paths joined by `sep` (`{"p0": {"obs": x}}` -> `{"p0/obs": x}`), as an
+    `OfflinePreLearner` hands its batch on. `env_steps` is taken, as RLlib's, and unused."""
+    flat: dict[str, Any] = {}
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if isinstance(value, dict):  # (an empty one has no leaves, as in dm_tree)
+            for key in sorted(value, key=str):
+                walk(value[key], (*path, str(key)))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                walk(item, (*path, str(index)))
+        else:
+            flat[sep.join(path)] = value
+
+    walk(nested, ())
+    return flat
+
+
+def unflatten_dict(flat: dict[str, Any], sep: str = "/") -> dict[str, Any]:
+    """RLlib's `unflatten_dict`: the nested dict of a flat one whose keys are paths joined by
+    `sep` (lists flattened by `flatten_dict` come back as dicts keyed "0", "1", ...)."""
+    nested: dict[str, Any] = {}
+    for compound_key, value in flat.items():
+        keys = compound_key.split(sep)
+        current = nested
+        for key in keys[:-1]:
+            current = current.setdefault(key, {})
+        current[keys[-1]] = value
+    return nested

@@ -74,10 +74,12 @@ class Plan:
       public name Ray has (any, where Ray is not installed to tell) refuses at use;
     - "namespace": a package that only holds mapped submodules;
     - "removed": a module RLlib itself removed (RLlib fails at its import too);
-    - "wheel": one of RLlib's example scripts (`ray.rllib.examples.*`, no module of RLlib's
-      record, none of `trainer.examples`) run as a module from the installed wheel's source
-      file (`detail`): `__name__` is the dotted name (its `if __name__ == "__main__":` part
-      does not run) and its `ray.*` imports are served by this finder;
+    - "wheel": one of RLlib's example modules (`ray.rllib.examples.*`, not a package) with no
+      counterpart in `trainer.examples` and no row marking it unavailable (a script RLlib's
+      record of its modules lacks, or a module of its example classes) run as a module from
+      the installed wheel's source file (`detail`): `__name__` is the dotted name (its
+      `if __name__ == "__main__":` part does not run) and its `ray.*` imports are served by
+      this finder;
     - "unknown": RLlib 2.60 has no such module (`detail` says more).
     """
 
@@ -238,6 +240,11 @@ def plan_for(fullname: str) -> Plan:
             return Plan("map", (generic_target,))
     why = covering_unavailable(fullname)
     if rllib_names().has_module(fullname):
+        # One of RLlib's example modules (not a package) with no counterpart here and no
+        # row marking it unavailable: the wheel's own code, over the served names.
+        source = _wheel_example_source(fullname) if generic_target and why is None else None
+        if source is not None and not source.endswith("__init__.py"):
+            return Plan("wheel", detail=source)
         return Plan("rllib", why=why)
     if _is_rllib_path(fullname):
         if _is_parent_of_table_entry(fullname) or rllib_names().holds_modules(fullname):
@@ -321,10 +328,10 @@ def _ray_source_file(fullname: str) -> str | None:
 
 
 def _wheel_example_source(fullname: str) -> str | None:
-    """The installed wheel's source file of one of RLlib's example scripts (a module under
-    `ray.rllib.examples` that RLlib's record of its modules does not hold: RLlib ships it as a
-    script, yet tests import names from it); None without the wheel or such a file."""
-    if not fullname.startswith("ray.rllib.examples.") or rllib_names().has_module(fullname):
+    """The installed wheel's source file of one of RLlib's example modules (under
+    `ray.rllib.examples`: a script RLlib ships that tests import names from, or a module of
+    its example classes); None without the wheel or such a file."""
+    if not fullname.startswith("ray.rllib.examples."):
         return None
     return _ray_source_file(fullname)
 

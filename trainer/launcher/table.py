@@ -21,7 +21,8 @@ its refusal has no capability.
 `ray.rllib.examples.*`, `ray.rllib.utils.metrics.stats.*` and `ray.rllib.utils.replay_buffers.*`
 map generically by relative path onto `trainer.examples.*`, `trainer.metrics.stats.*` and
 `trainer.replay_buffers.*` (`GENERIC_PREFIXES`): a module added there (with RLlib's file name) is
-found with no row here.
+found with no row here. An example module with no such counterpart and no `UNAVAILABLE_MODULES`
+row runs from the installed Ray wheel's own file, its `ray.*` imports served by the table.
 The most specific entry wins: a `MODULES` row over a generic prefix over an
 `UNAVAILABLE_MODULES` prefix.
 """
@@ -280,6 +281,9 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.utils.metrics.stats": ("trainer.metrics.stats",),
     "ray.rllib.utils.numpy": ("trainer.compat.rllib_numpy",),
     "ray.rllib.utils.replay_buffers": ("trainer.replay_buffers",),
+    # RLlib's offline data pipeline (offline_data(offline_data_class=..., prelearner_class=...))
+    "ray.rllib.offline.offline_data": ("trainer.algorithms.offline_pipeline",),
+    "ray.rllib.offline.offline_prelearner": ("trainer.algorithms.offline_pipeline",),
     "ray.rllib.execution.segment_tree": ("trainer.replay_buffers.segment_tree",),
     "ray.rllib.utils.images": ("trainer.util.images",),
     "ray.rllib.utils.spaces.repeated": ("trainer.core.spaces",),
@@ -378,9 +382,13 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     "ray.rllib.core.distribution": Unavailable(TORCH, _MODEL),
     "ray.rllib.core.testing": Unavailable(TORCH),
     "ray.rllib.utils.tf_utils": Unavailable(TORCH),
-    # RLlib's example RLModules: those with a counterpart map generically (GENERIC_PREFIXES);
-    # these need what is not here; any other is a gap.
+    # RLlib's example modules: those with a counterpart map generically (GENERIC_PREFIXES);
+    # these need what is not here; any other runs from the installed wheel's own file.
     "ray.rllib.examples.rl_modules.classes.modelv2_to_rlm": Unavailable(OLD_API_STACK),
+    "ray.rllib.examples.rl_modules.classes.mobilenet_rlm": Unavailable(TORCH, _MODEL),
+    # (a Serve deployment: built at its import; RLlib's Serve example imports it in Serve's
+    # own process, by its folder's path)
+    "ray.rllib.examples.ray_serve.classes.cartpole_deployment": Unavailable(SERVE),
     # Served: classes.custom_ppo_loss_fn_learner, classes.separate_vf_lr_and_optimizer_learner,
     # classes.intrinsic_curiosity_learners (trainer.examples.learners); those of a registered
     # algorithm (its registry entry's rows).
@@ -420,7 +428,6 @@ UNAVAILABLE_MODULES: dict[str, Unavailable] = {
     },
     # Offline data
     "ray.rllib.offline": Unavailable(OFFLINE),
-    "ray.rllib.examples.offline_rl": Unavailable(OFFLINE),
     "ray.data": Unavailable(RAY_DATA),
     # The old API stack
     "ray.rllib.policy": Unavailable(OLD_API_STACK, "the new stack's Algorithm/EnvRunner API"),

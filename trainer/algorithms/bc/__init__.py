@@ -4,6 +4,8 @@ folder:
     config.py          BCConfig: MARWILConfig with beta = 0 (its classes are MARWIL's)
     bc.py              BC: MARWIL's offline training step
     differences.py     its own rows of the deliberate-differences table
+    catalog.py         BCCatalog: RLlib's name for PPO's catalog
+    torch_module.py    DefaultBCTorchRLModule: RLlib's name for PPO's torch module
 
 The loss and the learners are MARWIL's (`trainer/algorithms/marwil/`)."""
 
@@ -21,6 +23,11 @@ ALGORITHM = AlgorithmEntry(
     rllib_modules={
         "ray.rllib.algorithms.bc": ("trainer.algorithms.bc",),
         "ray.rllib.algorithms.bc.bc": ("trainer.algorithms.bc.config", "trainer.algorithms.bc.bc"),
+        "ray.rllib.algorithms.bc.bc_catalog": ("trainer.algorithms.bc.catalog",),
+        # Torch (the `torch` extra; imported only when asked for).
+        "ray.rllib.algorithms.bc.torch.default_bc_torch_rl_module": (
+            "trainer.algorithms.bc.torch_module",
+        ),
     },
     # RLlib's BC module is an encoder and a policy head; BC here trains PPO's module, whose
     # value head RLlib's lacks (it starts as built).

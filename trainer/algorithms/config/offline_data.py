@@ -52,6 +52,12 @@ def _check_columns(v: Any) -> str | None:
     return "a list of column names"
 
 
+def _check_class(v: Any) -> str | None:
+    if v is None or isinstance(v, type):
+        return None
+    return "None or a class (RLlib's OfflineData or OfflinePreLearner, or a subclass)"
+
+
 #: The settings of `offline_data()`, as `name: (default, check, doc)`.
 OFFLINE_DATA_SETTINGS: dict[str, Setting] = settings_of(
     "offline_data",
@@ -64,8 +70,9 @@ OFFLINE_DATA_SETTINGS: dict[str, Setting] = settings_of(
         ),
         "input_read_method": (
             "read_parquet",
-            one_of(*READ_METHODS),
-            "read_parquet (.parquet files) or read_json (.json/.jsonl lines)",
+            one_of(*READ_METHODS, "read_binary_files"),
+            "read_parquet (.parquet files) or read_json (.json/.jsonl lines); "
+            "read_binary_files (a row of bytes per file) for a prelearner_class",
         ),
         "input_read_method_kwargs": (
             {},
@@ -86,7 +93,8 @@ OFFLINE_DATA_SETTINGS: dict[str, Setting] = settings_of(
         "input_read_batch_size": (
             None,
             optional(int_at_least(1)),
-            "RLlib's episodes per Ray Data map_batches call: kept; pieces here are row groups",
+            "rows per prelearner call with prelearner_class or offline_data_class (None: "
+            "train_batch_size_per_learner); the fast reader reads row groups",
         ),
         "input_compress_columns": (
             ["obs", "new_obs"],
@@ -102,6 +110,18 @@ OFFLINE_DATA_SETTINGS: dict[str, Setting] = settings_of(
             None,
             optional(int_at_least(1)),
             "updates per training step (None: one pass over the dataset's rows)",
+        ),
+        "offline_data_class": (
+            None,
+            _check_class,
+            "RLlib's OfflineData subclass that reads input_ (its data: a Dataset of raw "
+            "rows); None: the fast reader, or RLlib's OfflineData with prelearner_class",
+        ),
+        "prelearner_class": (
+            None,
+            _check_class,
+            "RLlib's OfflinePreLearner subclass that makes episodes of the raw rows "
+            "(_map_to_episodes) and hands on their steps as the train batch",
         ),
         "output": (
             None,
@@ -150,6 +170,8 @@ class OfflineDataSection(ConfigBase):
     input_compress_columns: list
     ignore_final_observation: bool
     dataset_num_iters_per_learner: int | None
+    offline_data_class: type | None
+    prelearner_class: type | None
     output: Any
     output_write_episodes: bool
     output_max_rows_per_file: int | None
@@ -169,6 +191,8 @@ class OfflineDataSection(ConfigBase):
         input_compress_columns: list = NotProvided,
         ignore_final_observation: bool = NotProvided,
         dataset_num_iters_per_learner: int | None = NotProvided,
+        offline_data_class: type | None = NotProvided,
+        prelearner_class: type | None = NotProvided,
         output: Any = NotProvided,
         output_write_episodes: bool = NotProvided,
         output_max_rows_per_file: int | None = NotProvided,
@@ -193,6 +217,8 @@ class OfflineDataSection(ConfigBase):
             "input_compress_columns": input_compress_columns,
             "ignore_final_observation": ignore_final_observation,
             "dataset_num_iters_per_learner": dataset_num_iters_per_learner,
+            "offline_data_class": offline_data_class,
+            "prelearner_class": prelearner_class,
             "output": output,
             "output_write_episodes": output_write_episodes,
             "output_max_rows_per_file": output_max_rows_per_file,
@@ -210,6 +236,13 @@ class OfflineDataSection(ConfigBase):
         """`input_` for an algorithm that learns from it; `output` single-agent, and whole
         episodes when episodes are recorded (RLlib's checks)."""
         config: Any = self
+        pipeline = self.offline_data_class is not None or self.prelearner_class is not None
+        if self.input_read_method not in READ_METHODS and not pipeline:
+            raise ConfigError(
+                f"{name}.offline_data(input_read_method={self.input_read_method!r}): rows of "
+                "raw bytes become train batches through an OfflinePreLearner: give "
+                "prelearner_class (or offline_data_class), or read_parquet/read_json data"
+            )
         if self.is_offline and not self._LEARNS_OFFLINE:
             raise ConfigError(
                 f"{name}.offline_data(input_={self.input_!r}): {name} learns from what its "

@@ -505,7 +505,10 @@ class SACModule(FlatParameterModule, QNetAPI):
     @classmethod
     def _settings_from(cls, model_config: dict) -> dict[str, Any]:
         """The algorithm's keys of a spec's model config (taken out of it), as this class's
-        keyword arguments: SAC's `twin_q`."""
+        keyword arguments: SAC's `twin_q`. CQL's `num_actions` (which its config adds to the
+        model config for RLlib's torch module) is taken out too: CQL's numpy loss reads it
+        from the config."""
+        model_config.pop("num_actions", None)
         return {"twin_q": bool(model_config.pop("twin_q", True))}
 
     def get_ctor_args_and_kwargs(self) -> tuple[tuple, dict[str, Any]]:
