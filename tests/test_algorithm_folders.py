@@ -38,6 +38,10 @@ ALLOWED: dict[str, str] = {
     "trainer/algorithms/bc/config.py": "RLlib's BC is MARWIL with beta=0: BCConfig subclasses "
     "MARWILConfig",
     "trainer/algorithms/bc/bc.py": "RLlib's BC is MARWIL with beta=0: BC subclasses MARWIL",
+    "trainer/algorithms/bc/catalog.py": "RLlib's BCCatalog, served as PPO's catalog (BC "
+    "trains PPO's module here)",
+    "trainer/algorithms/bc/torch_module.py": "RLlib's DefaultBCTorchRLModule, served as PPO's "
+    "torch module (BC trains PPO's module here)",
     "trainer/algorithms/cql/config.py": "RLlib's CQLConfig subclasses SACConfig",
     "trainer/algorithms/cql/loss.py": "CQL's numpy loss is SAC's with the conservative critic "
     "term and behaviour cloning, on SAC's numpy module",

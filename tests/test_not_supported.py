@@ -150,7 +150,7 @@ def test_every_unsupported_rllib_setting_is_a_refusal_with_a_capability(config_c
         "add_default_connectors_to_learner_pipeline",
         "add_default_connectors_to_module_to_env_pipeline",
     } <= set(refused)
-    assert "prelearner_class" in refused
+    assert "offline_eval_runner_class" in refused
 
 
 def test_calls_the_launcher_refuses_are_refusals_and_not_implemented_errors():
