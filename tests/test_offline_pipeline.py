@@ -20,7 +20,7 @@ from trainer.algorithms.offline_pipeline import OfflineData, OfflinePreLearner, 
 from trainer.compat import ray_data
 from trainer.compat.rllib_utils import flatten_dict, unflatten_dict
 from trainer.env.episode import SingleAgentEpisode
-from trainer.errors import ConfigError, RLlibNotAvailable
+from trainer.errors import ConfigError, NotSupported, RLlibNotAvailable
 
 Image = pytest.importorskip("PIL.Image", reason="the images are written with pillow (test extra)")
 
@@ -140,6 +140,10 @@ def test_the_default_prelearner_makes_the_recorded_steps_a_batch(tmp_path):
     )
     assert out["default_policy/actions"].tolist() == rows["actions"]
     assert out["default_policy/terminateds"].tolist() == rows["terminateds"]
+    # RLlib's refusal of multi-agent rows keeps its type, and says what it needs
+    with pytest.raises(NotImplementedError) as refused:
+        prelearner._map_to_episodes(raw, is_multi_agent=True)
+    assert isinstance(refused.value, NotSupported) and refused.value.capability == "multi-agent"
 
 
 # -- training through the pipeline ------------------------------------------------------------
@@ -174,7 +178,7 @@ class _ImageEnv(gym.Env):
     action_space = gym.spaces.Discrete(2)
 
     def __init__(self, config=None):
-        pass
+        super().__init__()
 
     def reset(self, *, seed=None, options=None):
         return self.observation_space.sample(), {}

@@ -30,25 +30,24 @@ stands in for Ray Data, local files only).
 from __future__ import annotations
 
 import copy
-import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from trainer.capabilities import MULTI_AGENT
 from trainer.compat import ray_data
 from trainer.compat.rllib_utils import flatten_dict, unflatten_dict
 from trainer.compat.sample_batch import MultiAgentBatch, SampleBatch
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.env.episode import SingleAgentEpisode
+from trainer.errors import UnsupportedCall
 from trainer.offline import columns as C
 from trainer.offline.codec import episode_columns, unpack_episode
-from trainer.offline.reading import DatasetSchemaError
+from trainer.offline.reading import PACKED_VALUES, DatasetSchemaError
 
 __all__ = ["SCHEMA", "OfflineData", "OfflinePreLearner", "learner_batch", "transitions_of"]
-
-logger = logging.getLogger(__name__)
 
 #: RLlib's default schema: its column keys -> the dataset's column names
 #: (`input_read_schema` overrides some of them).
@@ -68,23 +67,22 @@ def transitions_of(episodes: list[Any]) -> dict[str, np.ndarray]:
         steps = len(episode)
         if steps == 0:
             continue
-        ends = np.zeros(steps, dtype=bool)
+        last = np.arange(steps) == steps - 1
         columns = {
             C.OBS: episode.get_observations(slice(0, steps)),
             C.NEXT_OBS: episode.get_observations(slice(1, steps + 1)),
             C.ACTIONS: episode.get_actions(slice(0, steps)),
             C.REWARDS: episode.get_rewards(slice(0, steps)),
-            C.TERMINATEDS: np.where(np.arange(steps) == steps - 1, episode.is_terminated, ends),
-            C.TRUNCATEDS: np.where(np.arange(steps) == steps - 1, episode.is_truncated, ends),
+            C.TERMINATEDS: last & bool(episode.is_terminated),
+            C.TRUNCATEDS: last & bool(episode.is_truncated),
         }
         for key in episode.extra_model_outputs:
             columns[key] = episode.get_extra_model_outputs(key, slice(0, steps))
         for key, values in columns.items():
             parts.setdefault(key, []).append(np.asarray(values))
-    complete = (
-        {key for key, held in parts.items() if len(held) == len(parts[C.OBS])} if parts else set()
-    )
-    return {key: np.concatenate(parts[key]) for key in parts if key in complete}
+    # (an extra output some episodes lack is left out, as it cannot fill every row)
+    rows = len(parts.get(C.OBS, ()))
+    return {key: np.concatenate(held) for key, held in parts.items() if len(held) == rows}
 
 
 class OfflinePreLearner:
@@ -172,7 +170,11 @@ class OfflinePreLearner:
         `dones`), `truncateds`, `infos`, the other columns as extra model outputs."""
         schema = {**SCHEMA, **(kwargs.get("schema") or self.config.input_read_schema or {})}
         if kwargs.get("is_multi_agent", self.config.is_multi_agent):
-            raise NotImplementedError("Loading multi-agent episodes is currently not supported.")
+            raise UnsupportedCall(
+                f"{type(self).__name__}._map_to_episodes() of a multi-agent config: loading "
+                "multi-agent episodes is not supported (nor in RLlib 2.60)",
+                MULTI_AGENT,
+            )
         compressed = kwargs.get("input_compress_columns", self.config.input_compress_columns) or ()
         episodes = []
         for i, obs in enumerate(batch[schema[C.OBS]]):
@@ -212,11 +214,7 @@ class OfflinePreLearner:
 
 def _refuse_packed(value: Any, key: str, compressed: Any) -> None:
     if key in compressed and isinstance(value, (bytes, str)):
-        raise DatasetSchemaError(
-            f"column {key!r} holds RLlib's packed values (cloudpickle, LZ4, base64). Unpacking "
-            "them would unpickle, which runs code from the file; record the data without column "
-            "compression (RLlib: offline_data(output_compress_columns=[]))"
-        )
+        raise DatasetSchemaError(f"column {key!r} holds {PACKED_VALUES}")
 
 
 def _collate(batch: dict[str, np.ndarray]) -> MultiAgentBatch:

@@ -16,7 +16,6 @@ raise `RLlibNotAvailable` when used, as do paths with a scheme other than `local
 
 from __future__ import annotations
 
-import glob
 import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -27,7 +26,7 @@ import numpy as np
 
 from trainer.capabilities import RAY_DATA
 from trainer.errors import RLlibNotAvailable
-from trainer.offline.files import LOCAL_SCHEME, dataset_files, import_extra
+from trainer.offline.files import LOCAL_SCHEME, dataset_files, files_at, import_extra
 
 __all__ = ["Dataset", "read_binary_files", "read_json", "read_parquet"]
 
@@ -361,9 +360,9 @@ def _only_paths(call: str, kwargs: dict[str, Any], allowed: tuple[str, ...] = ()
 
 def _local_files(call: str, paths: Any) -> list[Path]:
     """Every file at `paths` (a path, a glob or a folder, `local://` allowed, or a list of
-    them; a folder's files under it, hidden ones left out), in a stable order."""
+    them; `trainer.offline.files.files_at`); another store's path is refused by name."""
     entries = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    found: list[Path] = []
+    texts = []
     for entry in entries:
         text = os.fspath(entry)
         if text.startswith(LOCAL_SCHEME):
@@ -375,17 +374,11 @@ def _local_files(call: str, paths: Any) -> list[Path]:
                 "local files (a path, a glob, a folder, or local://...): copy the data from "
                 "its store first",
             )
-        for match in sorted(glob.glob(text)) if glob.has_magic(text) else [text]:
-            path = Path(match)
-            if path.is_dir():
-                found += sorted(
-                    p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")
-                )
-            elif path.is_file():
-                found.append(path)
+        texts.append(text)
+    found = files_at(texts)
     if not found:
         raise FileNotFoundError(f"ray.data.{call}({paths!r}): no files there")
-    return list(dict.fromkeys(found))
+    return found
 
 
 def read_parquet(paths: Any, **kwargs: Any) -> Dataset:

@@ -53,15 +53,12 @@ def local_path(path: str | os.PathLike) -> str:
     return text
 
 
-def dataset_files(input_: Any, read_method: str = "read_parquet") -> list[Path]:
-    """The files of `input_` (a path, a glob or a folder, or a list of them) that
-    `read_method` reads, in a stable order; a folder gives every such file under it. Raises
-    `FileNotFoundError` naming what was looked for when there is none."""
-    suffixes = READ_METHODS[read_method]
-    entries = [input_] if isinstance(input_, (str, os.PathLike)) else list(input_)
+def files_at(texts: list[str], suffixes: tuple[str, ...] | None = None) -> list[Path]:
+    """The files at local `texts` (each a path, a glob or a folder), in a stable order, once
+    each: a folder gives every file under it whose name ends with one of `suffixes` (any
+    name, with None), hidden ones left out; a file named itself is taken whatever its name."""
     found: list[Path] = []
-    for entry in entries:
-        text = local_path(entry)
+    for text in texts:
         matches = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
         for match in matches:
             path = Path(match)
@@ -69,14 +66,26 @@ def dataset_files(input_: Any, read_method: str = "read_parquet") -> list[Path]:
                 found += sorted(
                     p
                     for p in path.rglob("*")
-                    if p.is_file() and p.name.endswith(suffixes) and not p.name.startswith(".")
+                    if p.is_file()
+                    and not p.name.startswith(".")
+                    and (suffixes is None or p.name.endswith(suffixes))
                 )
             elif path.is_file():
                 found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def dataset_files(input_: Any, read_method: str = "read_parquet") -> list[Path]:
+    """The files of `input_` (a path, a glob or a folder, or a list of them) that
+    `read_method` reads, in a stable order; a folder gives every such file under it. Raises
+    `FileNotFoundError` naming what was looked for when there is none."""
+    suffixes = READ_METHODS[read_method]
+    entries = [input_] if isinstance(input_, (str, os.PathLike)) else list(input_)
+    found = files_at([local_path(entry) for entry in entries], suffixes)
     if not found:
         raise FileNotFoundError(
             f"offline_data(input_={input_!r}): no {' or '.join(suffixes)} files there "
             f"(input_read_method={read_method!r} reads {', '.join(suffixes)} files, from "
             "paths, globs and folders)"
         )
-    return list(dict.fromkeys(found))
+    return found

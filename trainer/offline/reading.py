@@ -25,6 +25,14 @@ from trainer.offline.files import dataset_files, import_extra
 MIN_POOL_ROWS = 8192
 
 
+#: Why RLlib's compressed columns are refused (the reader's and the prelearner's message).
+PACKED_VALUES = (
+    "RLlib's packed values (cloudpickle, LZ4, base64). Unpacking them would unpickle, which "
+    "runs code from the file; record the data without column compression (RLlib: "
+    "offline_data(output_compress_columns=[]), or without lz4 installed)"
+)
+
+
 class DatasetSchemaError(ValueError):
     """A dataset file lacks a column the reader needs, or holds values it cannot read: the
     message names the file and the column."""
@@ -103,14 +111,7 @@ class TableReader:
             )
             raise DatasetSchemaError(
                 f"{where}: column {name!r} ({key}) holds {column.type} values"
-                + (
-                    ": RLlib's packed values (cloudpickle, LZ4, base64). Unpacking them would "
-                    "unpickle, which runs code from the file; record the data without column "
-                    "compression (RLlib: offline_data(output_compress_columns=[]), or without "
-                    "lz4 installed)"
-                    if packed
-                    else ", not numbers"
-                )
+                + (": " + PACKED_VALUES if packed else ", not numbers")
             )
         try:
             values, per_row = _flat_values(column)
