@@ -19,59 +19,73 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 # -- ray.rllib.utils.annotations --------------------------------------------------------------
+def _decorated_name(obj: Any) -> str | None:
+    """The name a decorated object is bound under in its class: a function's, or the wrapped
+    function's of a `classmethod`, `staticmethod` or `property` (whichever way round the
+    decorators are stacked)."""
+    for inner in (obj, getattr(obj, "__func__", None), getattr(obj, "fget", None)):
+        name = getattr(inner, "__name__", None)
+        if isinstance(name, str):
+            return name
+    return None
+
+
 def override(parent_cls: type) -> Callable[[F], F]:
-    """RLlib's `@override(Parent)`: documents that a method overrides `Parent`'s, and checks it
-    when the class is made (a `TypeError` names the class and the method otherwise)."""
-
-    class OverrideCheck:
-        def __init__(self, func: Callable, expected_parent: type):
-            self.func = func
-            self.expected_parent = expected_parent
-
-        def __set_name__(self, owner: type, name: str) -> None:
-            if not isinstance(owner, type) or not issubclass(owner, self.expected_parent):
-                raise TypeError(
-                    f"@override({self.expected_parent.__name__}) on "
-                    f"{getattr(owner, '__name__', owner)}.{name}: the class is not "
-                    f"a subclass of {self.expected_parent.__name__}"
-                )
-            setattr(owner, name, self.func)
+    """RLlib's `@override(Parent)`: documents that a method overrides `Parent`'s and returns
+    the decorated object itself (so it stacks with `classmethod`, `staticmethod` and
+    `property`, either way round). As in RLlib, the one check is that `Parent` has a member of
+    that name (`dir(Parent)`): a `NameError` names both otherwise."""
 
     def decorator(method: F) -> F:
-        if not isinstance(parent_cls, type):
-            raise TypeError(f"@override takes the parent class, got {parent_cls!r}")
-        if isinstance(vars(parent_cls).get("__localrl_rllib_name__"), str):
+        name = _decorated_name(method)
+        if name is None:
+            raise TypeError(
+                f"@override({getattr(parent_cls, '__name__', parent_cls)}) decorates a "
+                f"function, classmethod, staticmethod or property; got {method!r}"
+            )
+        if isinstance(parent_cls, type) and isinstance(
+            vars(parent_cls).get("__localrl_rllib_name__"), str
+        ):
             # A placeholder of an RLlib class this project does not serve (the launcher's):
             # the subclass can be defined; making one fails, naming what it needs.
             return method
-        if not hasattr(parent_cls, method.__name__):
+        if name not in dir(parent_cls):
             raise NameError(
-                f"@override({parent_cls.__name__}) on {method.__name__}: "
-                f"{parent_cls.__name__} has no method {method.__name__!r}"
+                f"@override({getattr(parent_cls, '__name__', parent_cls)}) on {name}: "
+                f"{getattr(parent_cls, '__name__', parent_cls)} has no method {name!r} "
+                "(when using the @override decorator, the method must override the "
+                "respective method of the parent class)"
             )
-        return OverrideCheck(method, parent_cls)  # type: ignore[return-value]
+        return method
 
     return decorator
 
 
 def _marker(obj: F) -> F:
-    """The API-stability annotations only document: the object is returned unchanged."""
+    """The API-stability annotations (`PublicAPI`, `DeveloperAPI`, `ExperimentalAPI`,
+    `OldAPIStack`) only document: the object itself comes back."""
     return obj
 
 
 PublicAPI = DeveloperAPI = ExperimentalAPI = OldAPIStack = _marker
-OverrideToImplementCustomLogic = OverrideToImplementCustomLogic_CallToSuperRecommended = _marker
+
+
+def OverrideToImplementCustomLogic(obj: F) -> F:  # noqa: N802 (RLlib's name)
+    """Marks a method that users override to implement custom logic: RLlib's
+    `is_overridden(instance.method)` is False until a subclass defines its own."""
+    vars(obj)["__is_overridden__"] = False  # a function attribute, as RLlib sets it
+    return obj
+
+
+#: The same mark, for methods whose override should call `super()`'s (RLlib's `setup`).
+OverrideToImplementCustomLogic_CallToSuperRecommended = OverrideToImplementCustomLogic
 
 
 def is_overridden(obj: Callable[..., Any]) -> bool:
-    """Whether a method overrides a parent's (RLlib marks overridable ones; here: any method
-    whose class's bases define the same name)."""
-    owner_name, _, name = getattr(obj, "__qualname__", "").rpartition(".")
-    cls = getattr(obj, "__self__", None)
-    cls = cls if isinstance(cls, type) else type(cls) if cls is not None else None
-    if cls is None or not name:
-        return False
-    return any(name in vars(base) for base in cls.__mro__[1:])
+    """RLlib's check: False for a method marked `OverrideToImplementCustomLogic` (or its
+    `_CallToSuperRecommended` twin) that no subclass redefined; True otherwise, an unmarked
+    method included (as in RLlib, which only answers for the marked ones)."""
+    return bool(getattr(obj, "__is_overridden__", True))
 
 
 # -- ray.rllib.utils.framework ----------------------------------------------------------------
