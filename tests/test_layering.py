@@ -545,3 +545,18 @@ def test_an_upward_and_a_late_import_are_found(tmp_path):
     }
     # nets imports torch at its top: importing it late keeps torch lazy
     assert late_imports(tmp_path) == {("trainer/util/probe.py", "trainer.checkpoints.codec"): [5]}
+
+
+def test_no_trainer_module_imports_the_top_level_callbacks_or_checkpoints():
+    """`callbacks` and `checkpoints` are public aliases only: under the launcher a user's own
+    module of either name takes the name in the process (trainer.launcher.user_modules), so
+    this project's code imports `trainer.callbacks` and `trainer.checkpoints` instead. RLlib's
+    ported examples are user code, as RLlib wrote them."""
+    found = [
+        f"{path.relative_to(SOURCE_ROOT)}:{item.line} imports {item.name}"
+        for path in sorted((SOURCE_ROOT / "trainer").rglob("*.py"))
+        if "examples" not in path.relative_to(SOURCE_ROOT).parts
+        for item in imports(path, module_name(path))
+        if within(item.name, "callbacks") or within(item.name, "checkpoints")
+    ]
+    assert found == []

@@ -38,7 +38,7 @@ from typing import Any
 
 from trainer.errors import RemovedFromRLlib
 from trainer.errors import RLlibNotAvailable as RLlibNotAvailable
-from trainer.launcher import table
+from trainer.launcher import table, user_modules
 from trainer.launcher.rllib_names import ALIAS, CLASS, CONSTANT, FUNCTION, MODULE, rllib_names
 from trainer.launcher.table import Unavailable
 
@@ -766,6 +766,7 @@ def install(real_ray: bool = False) -> None:
         if finder.serves(name):
             _displaced[name] = sys.modules.pop(name)
     sys.meta_path.insert(0, finder)
+    user_modules.install()
     if finder.real_tune:  # Tune imported before (a trial actor unpickling its trainable)
         _overlay_the_imported_modules()
     os.environ[ENV_VAR] = "ray" if real_ray else "1"
@@ -776,6 +777,7 @@ def uninstall() -> None:
     """Removes the finder and the stand-in modules it made, and puts back the installed Ray's
     modules that `install()` displaced (the notebook switch, off)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, RLlibFinder)]
+    user_modules.uninstall()
     for name, module in list(sys.modules.items()):
         if (name == "ray" or name.startswith("ray.")) and isinstance(module, RLlibStandIn):
             del sys.modules[name]

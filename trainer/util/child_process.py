@@ -2,7 +2,8 @@
 how it is started, how it finds the user's modules, how it ends with the training process, and
 how it is ended.
 
-    main process                                child (python -m MODULE PARENT_PID KERNEL ...)
+    main process                                child (python -m MODULE PARENT_PID KERNEL ...,
+                                                       `python_module_command`)
     spawn(module, *args) -> Popen         ->    args = start_child(sys.argv)
     end_process(process)                        add_import_paths(paths)   (from its first message)
 
@@ -79,6 +80,28 @@ def child_working_directory() -> str | None:
     return None
 
 
+#: The folder holding this project's `trainer` package (site-packages, or the checkout).
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: What `python -c BOOT -m MODULE ...` runs: `python -m MODULE ...` with this project's
+#: `trainer` imported first, so that a user's own `trainer.py` or `trainer/` in the working
+#: folder or on `PYTHONPATH` (which `-m` would find first) cannot stand in for it; then
+#: `sys.path[0]` is the working folder, as `-m` makes it.
+_BOOT = (
+    "import os,runpy,sys;"
+    f"sys.path[0]={_PROJECT_ROOT!r};"
+    "import trainer;"
+    "sys.path[0]=os.getcwd();"
+    "del sys.argv[1];"
+    "runpy._run_module_as_main(sys.argv.pop(1))"
+)
+
+
+def python_module_command(module: str, *args: str) -> list[str]:
+    """The command line of `python -m module *args`, immune to a user's module named
+    `trainer` (see `_BOOT`)."""
+    return [sys.executable, "-c", _BOOT, "-m", module, *args]
+
+
 def spawn(
     module: str,
     *args: str,
@@ -89,7 +112,7 @@ def spawn(
     """Starts `python -m module PARENT_PID KERNEL *args` (see `start_child`), in
     `child_working_directory()`."""
     return subprocess.Popen(
-        [sys.executable, "-m", module, str(os.getpid()), str(int(kernel_signal_wanted())), *args],
+        python_module_command(module, str(os.getpid()), str(int(kernel_signal_wanted())), *args),
         pass_fds=tuple(pass_fds),
         env=env,
         stdin=stdin,

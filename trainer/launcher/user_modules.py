@@ -1,0 +1,258 @@
+"""A user's own modules named `trainer`, `callbacks` or `checkpoints` win for the user's code.
+
+This project's public import paths are the top-level packages `trainer`, `callbacks` and
+`checkpoints`; RL projects often have a `trainer.py`, `callbacks.py` or `checkpoints.py` (or a
+package of that name) of their own. Under the launcher (`python -m trainer run`, `localrl run`,
+`trainer.launcher.install()`), and in the processes it starts, the user's module is the one the
+user's code imports, wherever it is (beside the script, on `PYTHONPATH`, installed), and this
+project keeps working:
+
+- `callbacks`, `checkpoints`: this project's own code never imports these two (they are public
+  aliases of `trainer.callbacks` and `trainer.checkpoints`; `tests/test_layering.py` holds it
+  to that), so a user's module of that name simply takes the name in the process: a finder
+  first on `sys.meta_path` (`UserFirst`) looks for it on `sys.path` outside this project's
+  folders before anything else does. It is then an ordinary module: pickled by reference,
+  found again by name in a worker process.
+- `trainer`: this project's package keeps the name in `sys.modules` (its own code imports
+  itself by it everywhere). Each `import` statement of the user's code that names `trainer`
+  (absolute, or relative inside the user's own `trainer` package) goes, through a wrapper of
+  `builtins.__import__` (`_route`), to the user's module, loaded on first use into a table of
+  its own (`UserModules`) under its real name (`trainer`, `trainer.config`, ...). "The user's
+  code" is any importing module whose file is neither this project's nor an installed
+  library's (pickle and cloudpickle import classes by name on this project's behalf). Objects of
+  the user's `trainer` are not importable by name from `sys.modules`, so cloudpickle sends
+  them to worker processes by value.
+
+Where no user module of a name exists, every import gets this project's, as without the
+launcher. Imports through `importlib.import_module` are not routed: they name the module the
+way `sys.modules` holds it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.machinery
+import importlib.util
+import os
+import site
+import sys
+import sysconfig
+import threading
+import types
+from collections.abc import Callable, Mapping, Sequence
+
+#: Top-level names a user's module takes in the whole process (this project never imports them).
+USER_FIRST = ("callbacks", "checkpoints")
+#: The top-level name this project keeps, routed to a user's module for the user's code only.
+ROUTED = "trainer"
+NAMES = (ROUTED, *USER_FIRST)
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+#: The folder holding this project's top-level packages (site-packages, or the checkout).
+PROJECT_ROOT = os.path.dirname(os.path.dirname(_HERE))
+#: This project's package folders, each ending in a separator.
+PROJECT_FOLDERS = tuple(os.path.join(PROJECT_ROOT, name) + os.sep for name in NAMES)
+
+
+def is_project_file(path: object) -> bool:
+    """Whether `path` is a file of this project's packages."""
+    return isinstance(path, str) and os.path.abspath(path).startswith(PROJECT_FOLDERS)
+
+
+def find_user_spec(
+    name: str, path: Sequence[str] | None = None
+) -> importlib.machinery.ModuleSpec | None:
+    """The spec of the first module `name` on `path` (default `sys.path`) that is not this
+    project's, or None."""
+    for entry in sys.path if path is None else path:
+        spec = importlib.machinery.PathFinder.find_spec(name, [entry])
+        if spec is None:
+            continue
+        origin = spec.origin if spec.has_location else None
+        locations = list(spec.submodule_search_locations or ())
+        if is_project_file(origin) or any(
+            is_project_file(os.path.join(p, "__init__.py")) for p in locations
+        ):
+            continue
+        return spec
+    return None
+
+
+class UserFirst:
+    """First on `sys.meta_path`: a user's own `callbacks` / `checkpoints` (not this project's
+    package of that name) is found before the rest of `sys.meta_path` and `sys.path` look."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in USER_FIRST:
+            return None
+        return find_user_spec(fullname)
+
+
+class UserModules:
+    """The user's own `trainer` module or package and its submodules, by their real names,
+    outside `sys.modules` (which holds this project's package under that name)."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, types.ModuleType] = {}
+        #: ids of the namespaces of the modules above: an import made there is the user's.
+        self.namespaces: set[int] = set()
+        #: `sys.path` when no user `trainer` was last found on it.
+        self.absent_on: tuple[str, ...] | None = None
+        self.lock = threading.RLock()
+
+    def has_top(self) -> bool:
+        """Whether the user has a `trainer` module (found now, or loaded before)."""
+        if ROUTED in self.modules:
+            return True
+        key = tuple(sys.path)
+        if key == self.absent_on:
+            return False
+        if find_user_spec(ROUTED) is None:
+            self.absent_on = key
+            return False
+        return True
+
+    def load(self, fullname: str) -> types.ModuleType:
+        """The user's module `fullname` (`trainer` or under it), imported on first use."""
+        with self.lock:
+            module = self.modules.get(fullname)
+            if module is not None:
+                return module
+            parent_name, _, child = fullname.rpartition(".")
+            parent = self.load(parent_name) if parent_name else None
+            if parent is None:
+                spec = find_user_spec(fullname)
+            else:
+                search = getattr(parent, "__path__", None)
+                if search is None:
+                    raise ModuleNotFoundError(
+                        f"No module named {fullname!r}; {parent_name!r} is not a package",
+                        name=fullname,
+                    )
+                spec = importlib.machinery.PathFinder.find_spec(fullname, list(search))
+            if spec is None or spec.loader is None:
+                raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+            module = importlib.util.module_from_spec(spec)
+            self.modules[fullname] = module
+            self.namespaces.add(id(vars(module)))
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del self.modules[fullname]
+                self.namespaces.discard(id(vars(module)))
+                raise
+            if parent is not None:
+                setattr(parent, child, module)
+            return module
+
+
+_user = UserModules()
+_original_import: Callable[..., types.ModuleType] | None = None
+
+
+def _absolute(name: str, globals_: Mapping[str, object] | None, level: int) -> str:
+    if level == 0:
+        return name
+    package = (globals_ or {}).get("__package__")
+    if not package:
+        spec = (globals_ or {}).get("__spec__")
+        package = getattr(spec, "parent", None) or ""
+    return importlib.util.resolve_name("." * level + name, str(package))
+
+
+def _library_folders() -> tuple[str, ...]:
+    """The installed libraries' folders (the standard library, site-packages): code there
+    imports on this project's behalf (pickle and cloudpickle look classes up by name)."""
+    paths = sysconfig.get_paths()
+    folders = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    folders.update(site.getsitepackages() if hasattr(site, "getsitepackages") else ())
+    folders.add(site.getusersitepackages())
+    return tuple(os.path.join(os.path.abspath(folder), "") for folder in folders if folder)
+
+
+_LIBRARIES = _library_folders()
+
+
+def _is_users(globals_: Mapping[str, object] | None) -> bool:
+    """Whether an import is made by the user's code: a module of the user's own `trainer`, or
+    one whose file is neither this project's nor an installed library's (the user's script and
+    modules); code without a file only as `__main__` (`python -c`, a notebook)."""
+    if globals_ is None:
+        return False
+    if id(globals_) in _user.namespaces:
+        return True
+    file = globals_.get("__file__")
+    if not isinstance(file, str):
+        return globals_.get("__name__") == "__main__"
+    path = os.path.abspath(file)
+    return not path.startswith(PROJECT_FOLDERS) and not path.startswith(_LIBRARIES)
+
+
+def _route(
+    name: str,
+    globals: Mapping[str, object] | None = None,
+    locals: Mapping[str, object] | None = None,
+    fromlist: Sequence[str] | None = (),
+    level: int = 0,
+) -> types.ModuleType:
+    """`builtins.__import__`, with the user's imports of `trainer...` sent to the user's own
+    `trainer` where there is one."""
+    original = _original_import or builtins.__import__
+    if level == 0:
+        if name != ROUTED and not name.startswith(ROUTED + "."):
+            return original(name, globals, locals, fromlist, level)
+    else:
+        package = str((globals or {}).get("__package__") or "")
+        if package != ROUTED and not package.startswith(ROUTED + "."):
+            return original(name, globals, locals, fromlist, level)
+    if not _is_users(globals) or not _user.has_top():
+        return original(name, globals, locals, fromlist, level)
+    fullname = _absolute(name, globals, level)
+    module = _user.load(fullname)
+    if fromlist:
+        for item in fromlist:
+            if item != "*" and not hasattr(module, item) and hasattr(module, "__path__"):
+                try:
+                    _user.load(f"{fullname}.{item}")
+                except ModuleNotFoundError as error:
+                    if error.name != f"{fullname}.{item}":
+                        raise
+        return module
+    if level == 0:
+        return _user.load(fullname.partition(".")[0])
+    # `from . import x` has a fromlist; a bare relative import returns the named module.
+    return module
+
+
+_finder = UserFirst()
+
+
+def install() -> None:
+    """Puts the finder first on `sys.meta_path` and the import wrapper in `builtins`
+    (idempotent)."""
+    global _original_import
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    if builtins.__import__ is not _route:
+        _original_import = builtins.__import__
+        builtins.__import__ = _route
+
+
+def uninstall() -> None:
+    """Takes both away; the user's modules imported so far stay as they are."""
+    global _original_import
+    if _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
+    if builtins.__import__ is _route and _original_import is not None:
+        builtins.__import__ = _original_import
+    _original_import = None
+
+
+def user_module(fullname: str) -> types.ModuleType | None:
+    """The user's `trainer` module of that name, if one was imported (for tests and tools)."""
+    return _user.modules.get(fullname)
