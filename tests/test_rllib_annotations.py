@@ -149,3 +149,66 @@ def test_stability_annotations_give_back_the_object_and_is_overridden_reads_the_
     assert not is_overridden(Base().loss) and not is_overridden(Child().setup)
     assert is_overridden(Child().loss)
     assert is_overridden(Base().plain)  # unmarked: True, as in RLlib
+
+
+def test_deprecated_warns_once_or_raises_each_time_for_classes_and_functions(hook, caplog):
+    from ray._common.deprecation import DEPRECATED_VALUE, Deprecated, deprecation_warning
+    from ray.rllib.utils.annotations import Deprecated as FromAnnotations
+
+    assert FromAnnotations is Deprecated and DEPRECATED_VALUE == -1
+
+    @Deprecated(new="new_function", error=False)
+    def old_function(x: int) -> int:
+        return x + 1
+
+    @Deprecated(old="OldClass", help="Use NewClass.", error=False)
+    class OldClass:
+        def __init__(self, value: int):
+            self.value = value
+
+    with caplog.at_level("WARNING"):
+        assert old_function(1) == 2 and old_function(2) == 3
+        assert OldClass(5).value == 5 and OldClass(6).value == 6
+    warnings = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert warnings == [
+        "DeprecationWarning: `old_function` has been deprecated. Use `new_function` instead. "
+        "This will raise an error in the future!",
+        "DeprecationWarning: `OldClass` has been deprecated. Use NewClass. "
+        "This will raise an error in the future!",
+    ]
+    assert old_function.__name__ == "old_function"
+
+    @Deprecated(new="B.fresh", error=True)
+    def gone() -> None: ...
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="`gone` has been deprecated. Use `B.fresh`"):
+            gone()
+    with pytest.raises(KeyError, match="`x` has been deprecated"):
+        deprecation_warning("x", error=KeyError)
+
+
+def test_rays_own_stability_annotations_give_back_the_object(hook):
+    from ray.util.annotations import Deprecated as RayDeprecated
+    from ray.util.annotations import DeveloperAPI, PublicAPI, RayDeprecationWarning
+
+    @PublicAPI(stability="beta")
+    class Beta:
+        pass
+
+    @DeveloperAPI
+    def helper() -> int:
+        return 4
+
+    assert isinstance(Beta(), Beta) and helper() == 4
+    assert PublicAPI(helper) is helper and DeveloperAPI()(helper) is helper
+    with pytest.raises(ValueError, match="stability='gamma'"):
+        PublicAPI(stability="gamma")
+
+    @RayDeprecated(message="Use helper.", warning=True)
+    def old() -> int:
+        return 5
+
+    with pytest.warns(RayDeprecationWarning, match="Use helper."):
+        assert old() == 5
+    assert RayDeprecated(helper) is helper

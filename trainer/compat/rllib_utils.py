@@ -8,6 +8,9 @@ the constants of `ray.rllib.core` and RLlib's `Columns` names. The RLlib launche
 
 from __future__ import annotations
 
+import functools
+import logging
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -86,6 +89,78 @@ def is_overridden(obj: Callable[..., Any]) -> bool:
     `_CallToSuperRecommended` twin) that no subclass redefined; True otherwise, an unmarked
     method included (as in RLlib, which only answers for the marked ones)."""
     return bool(getattr(obj, "__is_overridden__", True))
+
+
+# -- ray._common.deprecation (RLlib's annotations re-export `Deprecated`) ----------------------
+#: RLlib's marker for a setting that should not be given any more (`AlgorithmConfig` keys).
+DEPRECATED_VALUE = -1
+
+_logger = logging.getLogger("ray.rllib")
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def deprecation_warning(
+    old: str,
+    new: str | None = None,
+    *,
+    help: str | None = None,  # RLlib's name
+    error: bool | type[Exception] | None = None,
+    stacklevel: int = 2,
+) -> None:
+    """RLlib's deprecation message: raised (`ValueError`, or the exception class given as
+    `error`) or logged as a warning."""
+    message = f"`{old}` has been deprecated." + (
+        f" Use `{new}` instead." if new else f" {help}" if help else ""
+    )
+    if error:
+        raise (error if isinstance(error, type) else ValueError)(message)
+    _logger.warning(
+        "DeprecationWarning: %s This will raise an error in the future!",
+        message,
+        stacklevel=stacklevel,
+    )
+
+
+def Deprecated(  # noqa: N802 (RLlib's name)
+    old: str | None = None,
+    *,
+    new: str | None = None,
+    help: str | None = None,  # RLlib's name
+    error: bool | type[Exception],
+) -> Callable[[F], F]:
+    """RLlib's `@Deprecated(new=..., error=...)`: a class's constructor, or a function or
+    method, logs the deprecation the first time it is used, or raises it (each time, where
+    RLlib raises only the first time) with `error`."""
+
+    def decorate(obj: F) -> F:
+        name = old or str(getattr(obj, "__name__", obj))
+
+        def announce() -> None:
+            with _warned_lock:
+                first = name not in _warned
+                _warned.add(name)
+            if first or error:
+                deprecation_warning(name, new, help=help, error=error, stacklevel=4)
+
+        if isinstance(obj, type):
+            original_init: Callable[..., None] = obj.__init__  # type: ignore[misc]
+
+            @functools.wraps(original_init)
+            def patched_init(*args: Any, **kwargs: Any) -> None:
+                announce()
+                original_init(*args, **kwargs)
+
+            type.__setattr__(obj, "__init__", patched_init)
+            return obj
+
+        def deprecated(*args: Any, **kwargs: Any) -> Any:
+            announce()
+            return obj(*args, **kwargs)
+
+        return functools.wraps(obj)(deprecated) if callable(obj) else deprecated  # type: ignore[return-value]
+
+    return decorate
 
 
 # -- ray.rllib.utils.framework ----------------------------------------------------------------

@@ -102,6 +102,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.air.constants": ("trainer.launcher.tune_api",),
     # Ray's host:port helpers (RLlib's examples name the servers they start with them)
     "ray._common.network_utils": ("trainer.launcher.ray_network",),
+    "ray._common.deprecation": ("trainer.compat.rllib_utils",),
+    "ray.util.annotations": ("trainer.launcher.ray_annotations",),
     # RLlib
     "ray.rllib": ("trainer",),
     "ray.rllib.algorithms": ("trainer.algorithms", "trainer"),
