@@ -235,3 +235,35 @@ def test_dash_m_module_reads_pythons_command_line():
     assert dash_m_module(["python", "-c", "import x", "-m", "trainer"]) is None
     assert dash_m_module(["python", "script.py", "-m", "trainer"]) is None
     assert dash_m_module(["python"]) is None
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+@pytest.mark.cli
+def test_the_users_own_modules_win_in_ray_actors_too(tmp_path):
+    """With EnvRunners as Ray actors (`--ray`, `backend="ray"`): Ray's workers put the
+    driver's script folder first on `sys.path`, where the user's `trainer` package is; the
+    actor still gets this project's `trainer`, and the user's env creator and callbacks
+    there get the user's modules."""
+    pytest.importorskip("ray", reason="needs the Ray wheel (the test extra)")
+    _write(tmp_path, USERS_MODULES["package"])
+    script = USERS_SCRIPT.replace(
+        ".env_runners(num_env_runners=1)", '.env_runners(num_env_runners=1, backend="ray")'
+    ).replace(
+        "    algo = config.build()",
+        "    ray.init(num_cpus=1, include_dashboard=False)\n    algo = config.build()",
+    )
+    (tmp_path / "script.py").write_text("import ray\n" + textwrap.dedent(script))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "USERS_FOLDER": str(tmp_path)}
+    env.pop("LOCALRL_RLLIB_LAUNCHER", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "trainer", "run", "--ray", "script.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr[-5000:]
+    episodes, iteration = done.stdout.split("RESULT")[1].split()
+    assert float(episodes) > 0 and iteration == "1"

@@ -93,6 +93,26 @@ class UserFirst:
         return find_user_spec(fullname)
 
 
+class ProjectFirst:
+    """First on `sys.meta_path`: the process's first import of `trainer` is this project's
+    package, even where the user's folder comes first on `sys.path` (a Ray worker puts the
+    driver's script folder and working folder there). The user's code gets the user's
+    `trainer` through `_route` all the same."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != ROUTED:  # asked again only while `trainer` is not imported
+            return None
+        package = os.path.join(PROJECT_ROOT, ROUTED)
+        return importlib.util.spec_from_file_location(
+            ROUTED, os.path.join(package, "__init__.py"), submodule_search_locations=[package]
+        )
+
+
 class UserModules:
     """The user's own `trainer` module or package and its submodules, by their real names,
     outside `sys.modules` (which holds this project's package under that name)."""
@@ -229,15 +249,18 @@ def _route(
     return module
 
 
-_finder = UserFirst()
+_finders = (UserFirst(), ProjectFirst())
 
 
 def install() -> None:
-    """Puts the finder first on `sys.meta_path` and the import wrapper in `builtins`
-    (idempotent)."""
+    """Puts the finders first on `sys.meta_path` and the import wrapper in `builtins`
+    (idempotent). Also run by the launcher's start-up module in every process a launched
+    script starts (`trainer/launcher/startup/sitecustomize.py`), before anything imports
+    `trainer` there."""
     global _original_import
-    if _finder not in sys.meta_path:
-        sys.meta_path.insert(0, _finder)
+    for finder in _finders:
+        if finder not in sys.meta_path:
+            sys.meta_path.insert(0, finder)
     if builtins.__import__ is not _route:
         _original_import = builtins.__import__
         builtins.__import__ = _route
@@ -246,8 +269,7 @@ def install() -> None:
 def uninstall() -> None:
     """Takes both away; the user's modules imported so far stay as they are."""
     global _original_import
-    if _finder in sys.meta_path:
-        sys.meta_path.remove(_finder)
+    sys.meta_path[:] = [f for f in sys.meta_path if f not in _finders]
     if builtins.__import__ is _route and _original_import is not None:
         builtins.__import__ = _original_import
     _original_import = None

@@ -11,6 +11,10 @@ Ray Serve example needs this: its `serve run` process imports the deployment's m
 `ray.rllib` with it) before it starts Ray, and the Serve replica loads the trained module with
 `RLModule.from_checkpoint`.
 
+There too, a user's own modules named `trainer`, `callbacks` or `checkpoints` win for the
+user's code, and `trainer` is this project's for the rest (a Ray worker puts the driver's
+script folder first on `sys.path`): `trainer.launcher.user_modules`, loaded by its file.
+
 Then it runs the sitecustomize module this one hides, if there is one. Standard library only:
 a Python without localrl runs it too (its finder leaves `ray.rllib` to the installed RLlib
 there).
@@ -49,8 +53,33 @@ class RLlibOnFirstImport:
         return importlib.util.find_spec(name)
 
 
+#: The launcher's routing of the names `trainer`, `callbacks` and `checkpoints`, standard
+#: library only (this project's `trainer.launcher.user_modules`).
+USER_MODULES = "trainer.launcher.user_modules"
+
+
+def _route_users_modules() -> None:
+    """Loads `trainer.launcher.user_modules` by its file (importing `trainer` here would make
+    a user's `trainer.py` first on `sys.path` impossible to tell apart, and cost every process
+    its import) and installs it: this project's `trainer` for the first import of the name,
+    the user's own modules of those names for the user's code."""
+    path = os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "user_modules.py"
+    )
+    module = sys.modules.get(USER_MODULES)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(USER_MODULES, path)
+        if spec is None or spec.loader is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[USER_MODULES] = module
+        spec.loader.exec_module(module)
+    module.install()
+
+
 def _wait_for_rllib() -> None:
     if os.environ.get(LAUNCHER_VAR):
+        _route_users_modules()
         sys.meta_path.insert(0, RLlibOnFirstImport())
 
 
