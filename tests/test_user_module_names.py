@@ -71,13 +71,17 @@ REPO = Path(__file__).resolve().parent.parent
 USERS_MODULES = {
     "module": {
         "trainer.py": """
+            from __future__ import annotations
+
             from dataclasses import dataclass
+            from typing import ClassVar
 
             import gymnasium as gym
 
             @dataclass
             class TrainConfig:
                 batch: int = 200
+                KIND: ClassVar[str] = "ppo"
 
             def make_env():
                 return gym.make("CartPole-v1")
@@ -95,11 +99,15 @@ USERS_MODULES = {
     "package": {
         "trainer/__init__.py": "from .config import TrainConfig\nfrom .envs import make_env\n",
         "trainer/config.py": """
+            from __future__ import annotations
+
             from dataclasses import dataclass
+            from typing import ClassVar
 
             @dataclass
             class TrainConfig:
                 batch: int = 200
+                KIND: ClassVar[str] = "ppo"
         """,
         "trainer/envs.py": """
             import gymnasium as gym
@@ -126,7 +134,10 @@ USERS_MODULES = {
 }
 
 USERS_SCRIPT = """
+    import dataclasses
     import os
+    import pickle
+    import typing
 
     import callbacks
     import checkpoints
@@ -138,14 +149,19 @@ USERS_SCRIPT = """
     from trainer import TrainConfig
 
     def users_env(env_config):
-        from trainer import make_env  # runs in the EnvRunner's worker process
+        from trainer import TrainConfig, make_env  # runs in the EnvRunner's worker process
 
+        assert TrainConfig.KIND == "ppo"
         return make_env()
 
     register_env("users_env", users_env)
     for module in (trainer, callbacks, checkpoints):
         assert os.environ["USERS_FOLDER"] in module.__file__, module.__file__
     settings = TrainConfig()
+    # The user's classes are found by their module's name: string annotations, pickle.
+    assert [field.name for field in dataclasses.fields(TrainConfig)] == ["batch"]
+    assert typing.get_type_hints(TrainConfig)["batch"] is int
+    assert pickle.loads(pickle.dumps(settings)) == settings
     config = (
         PPOConfig()
         .environment("users_env")

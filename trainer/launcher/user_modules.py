@@ -16,12 +16,12 @@ project keeps working:
 - `trainer`: this project's package keeps the name in `sys.modules` (its own code imports
   itself by it everywhere). Each `import` statement of the user's code that names `trainer`
   (absolute, or relative inside the user's own `trainer` package) goes, through a wrapper of
-  `builtins.__import__` (`_route`), to the user's module, loaded on first use into a table of
-  its own (`UserModules`) under its real name (`trainer`, `trainer.config`, ...). "The user's
-  code" is any importing module whose file is neither this project's nor an installed
-  library's (pickle and cloudpickle import classes by name on this project's behalf). Objects of
-  the user's `trainer` are not importable by name from `sys.modules`, so cloudpickle sends
-  them to worker processes by value.
+  `builtins.__import__` (`_route`), to the user's module, imported on first use and kept in
+  `sys.modules` as `localrl_users.trainer` (its submodules likewise): that is its `__name__`
+  and its classes' `__module__`, so pickle (by name, into worker processes too),
+  `typing.get_type_hints` and dataclasses find it. "The user's code" is any importing module
+  whose file is neither this project's nor an installed library's (pickle and cloudpickle
+  import classes by name on this project's behalf).
 
 Where no user module of a name exists, every import gets this project's, as without the
 launcher. Imports through `importlib.import_module` are not routed: they name the module the
@@ -113,21 +113,37 @@ class ProjectFirst:
         )
 
 
+#: The package under which the user's own `trainer` and its submodules are in `sys.modules`
+#: (`localrl_users.trainer`, `localrl_users.trainer.config`): their real names are this
+#: project's there.
+ALIAS_ROOT = "localrl_users"
+_ALIAS_PREFIX = ALIAS_ROOT + "."
+
+
+def alias_of(fullname: str) -> str:
+    """`trainer.config` -> `localrl_users.trainer.config`."""
+    return _ALIAS_PREFIX + fullname
+
+
+def real_name_of(alias: str) -> str:
+    """`localrl_users.trainer.config` -> `trainer.config`."""
+    return alias[len(_ALIAS_PREFIX) :]
+
+
 class UserModules:
-    """The user's own `trainer` module or package and its submodules, by their real names,
-    outside `sys.modules` (which holds this project's package under that name)."""
+    """The user's own `trainer` module or package and its submodules, imported on first use
+    and kept in `sys.modules` under `ALIAS_ROOT` (`sys.modules["trainer"]` is this project's):
+    so pickle, `typing.get_type_hints` and dataclasses find them by their classes'
+    `__module__`."""
 
     def __init__(self) -> None:
-        self.modules: dict[str, types.ModuleType] = {}
-        #: ids of the namespaces of the modules above: an import made there is the user's.
-        self.namespaces: set[int] = set()
         #: `sys.path` when no user `trainer` was last found on it.
         self.absent_on: tuple[str, ...] | None = None
         self.lock = threading.RLock()
 
     def has_top(self) -> bool:
-        """Whether the user has a `trainer` module (found now, or loaded before)."""
-        if ROUTED in self.modules:
+        """Whether the user has a `trainer` module (found now, or imported before)."""
+        if alias_of(ROUTED) in sys.modules:
             return True
         key = tuple(sys.path)
         if key == self.absent_on:
@@ -139,13 +155,14 @@ class UserModules:
 
     def load(self, fullname: str) -> types.ModuleType:
         """The user's module `fullname` (`trainer` or under it), imported on first use."""
+        alias = alias_of(fullname)
         with self.lock:
-            module = self.modules.get(fullname)
+            module = sys.modules.get(alias)
             if module is not None:
                 return module
             parent_name, _, child = fullname.rpartition(".")
-            parent = self.load(parent_name) if parent_name else None
-            if parent is None:
+            parent = self.load(parent_name) if parent_name else _alias_root()
+            if not parent_name:
                 spec = find_user_spec(fullname)
             else:
                 search = getattr(parent, "__path__", None)
@@ -155,20 +172,48 @@ class UserModules:
                         name=fullname,
                     )
                 spec = importlib.machinery.PathFinder.find_spec(fullname, list(search))
-            if spec is None or spec.loader is None:
+            if spec is None:
                 raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
-            module = importlib.util.module_from_spec(spec)
-            self.modules[fullname] = module
-            self.namespaces.add(id(vars(module)))
+            module = _module_for(alias, spec)
+            sys.modules[alias] = module
             try:
-                spec.loader.exec_module(module)
+                if spec.origin is not None and spec.has_location:
+                    assert module.__spec__ is not None and module.__spec__.loader is not None
+                    module.__spec__.loader.exec_module(module)
             except BaseException:
-                del self.modules[fullname]
-                self.namespaces.discard(id(vars(module)))
+                sys.modules.pop(alias, None)
                 raise
-            if parent is not None:
-                setattr(parent, child, module)
+            setattr(parent, child or fullname, module)
             return module
+
+
+def _alias_root() -> types.ModuleType:
+    """The (empty) package `localrl_users` in `sys.modules`."""
+    root = sys.modules.get(ALIAS_ROOT)
+    if root is None:
+        root = types.ModuleType(
+            ALIAS_ROOT, "The user's own modules that share this project's names."
+        )
+        root.__path__ = []
+        sys.modules[ALIAS_ROOT] = root
+    return root
+
+
+def _module_for(alias: str, found: importlib.machinery.ModuleSpec) -> types.ModuleType:
+    """A module named `alias` for the file (or namespace package) `found` names."""
+    locations = found.submodule_search_locations
+    if found.origin is None or not found.has_location:  # a namespace package
+        module = types.ModuleType(alias)
+        module.__path__ = list(locations or ())
+        module.__package__ = alias
+        return module
+    spec = importlib.util.spec_from_file_location(
+        alias,
+        found.origin,
+        submodule_search_locations=list(locations) if locations is not None else None,
+    )
+    assert spec is not None
+    return importlib.util.module_from_spec(spec)
 
 
 _user = UserModules()
@@ -204,13 +249,18 @@ def _is_users(globals_: Mapping[str, object] | None) -> bool:
     modules); code without a file only as `__main__` (`python -c`, a notebook)."""
     if globals_ is None:
         return False
-    if id(globals_) in _user.namespaces:
+    name = globals_.get("__name__")
+    if isinstance(name, str) and name.startswith(_ALIAS_PREFIX):
         return True
     file = globals_.get("__file__")
     if not isinstance(file, str):
-        return globals_.get("__name__") == "__main__"
+        return name == "__main__"
     path = os.path.abspath(file)
     return not path.startswith(PROJECT_FOLDERS) and not path.startswith(_LIBRARIES)
+
+
+def _is_routed(name: str) -> bool:
+    return name == ROUTED or name.startswith(ROUTED + ".")
 
 
 def _route(
@@ -221,32 +271,53 @@ def _route(
     level: int = 0,
 ) -> types.ModuleType:
     """`builtins.__import__`, with the user's imports of `trainer...` sent to the user's own
-    `trainer` where there is one."""
+    `trainer` where there is one, and any import of its `localrl_users.trainer...` names
+    (pickle's, in a worker process) to the same modules."""
     original = _original_import or builtins.__import__
     if level == 0:
-        if name != ROUTED and not name.startswith(ROUTED + "."):
+        if name.startswith(_ALIAS_PREFIX):
+            fullname = real_name_of(name)
+            _user.load(fullname)
+            return _user_import_result(name, fullname, fromlist)
+        if not _is_routed(name):
             return original(name, globals, locals, fromlist, level)
     else:
         package = str((globals or {}).get("__package__") or "")
-        if package != ROUTED and not package.startswith(ROUTED + "."):
+        if not _is_routed(package) and not package.startswith(_ALIAS_PREFIX):
             return original(name, globals, locals, fromlist, level)
     if not _is_users(globals) or not _user.has_top():
         return original(name, globals, locals, fromlist, level)
-    fullname = _absolute(name, globals, level)
+    absolute = _absolute(name, globals, level)
+    fullname = real_name_of(absolute) if absolute.startswith(_ALIAS_PREFIX) else absolute
+    _user.load(fullname)
+    if level:  # a relative import always names the module it imports from (or its fromlist)
+        return _user_import_result(fullname, fullname, fromlist or ("",))
+    return _user_import_result(name, fullname, fromlist)
+
+
+def _user_import_result(
+    name: str, fullname: str, fromlist: Sequence[str] | None
+) -> types.ModuleType:
+    """What `__import__(name, fromlist=...)` returns for the user's module `fullname`: the
+    module itself with a fromlist (its submodules named there imported), else the first part
+    of `name` (the user's top-level `trainer`, or the `localrl_users` package)."""
     module = _user.load(fullname)
     if fromlist:
-        for item in fromlist:
-            if item != "*" and not hasattr(module, item) and hasattr(module, "__path__"):
-                try:
-                    _user.load(f"{fullname}.{item}")
-                except ModuleNotFoundError as error:
-                    if error.name != f"{fullname}.{item}":
-                        raise
+        names = list(fromlist)
+        if "*" in names:
+            names += [n for n in getattr(module, "__all__", ()) if isinstance(n, str)]
+        for item in names:
+            if item in ("*", "") or hasattr(module, item) or not hasattr(module, "__path__"):
+                continue
+            try:
+                _user.load(f"{fullname}.{item}")
+            except ModuleNotFoundError as error:
+                if error.name != f"{fullname}.{item}":
+                    raise
         return module
-    if level == 0:
-        return _user.load(fullname.partition(".")[0])
-    # `from . import x` has a fromlist; a bare relative import returns the named module.
-    return module
+    if name.startswith(_ALIAS_PREFIX):
+        return _alias_root()
+    return _user.load(fullname.partition(".")[0])
 
 
 _finders = (UserFirst(), ProjectFirst())
@@ -276,5 +347,5 @@ def uninstall() -> None:
 
 
 def user_module(fullname: str) -> types.ModuleType | None:
-    """The user's `trainer` module of that name, if one was imported (for tests and tools)."""
-    return _user.modules.get(fullname)
+    """The user's `trainer` module of that name (`trainer`, `trainer.config`), if imported."""
+    return sys.modules.get(alias_of(fullname))
