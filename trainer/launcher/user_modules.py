@@ -31,6 +31,7 @@ way `sys.modules` holds it.
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib.machinery
 import importlib.util
 import os
@@ -255,6 +256,13 @@ def _is_users(globals_: Mapping[str, object] | None) -> bool:
     file = globals_.get("__file__")
     if not isinstance(file, str):
         return name == "__main__"
+    return _is_user_file(file)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_user_file(file: str) -> bool:
+    """Whether a module's file is neither this project's nor an installed library's (asked
+    at each routed import, some of them in functions that run every step)."""
     path = os.path.abspath(file)
     return not path.startswith(PROJECT_FOLDERS) and not path.startswith(_LIBRARIES)
 
