@@ -191,7 +191,11 @@ def check_multi_rl_module_spec(
                 MULTI_AGENT,
             )
         check_catalog_class(where, module_spec.catalog_class, cls or default_module_class)
-        default_torch = torch_module and _is_default_torch_module(cls)
+        default_torch = (
+            torch_module
+            and _is_default_torch_module(cls)
+            and not _is_users_catalog(module_spec.catalog_class)
+        )
         if cls is None or default_torch or issubclass(cls, FlatParameterModule):
             # DQN's `dueling` rides in the default module's model config (as in RLlib).
             model = {k: v for k, v in module_spec._get_model_config().items() if k != "dueling"}
@@ -203,8 +207,23 @@ def check_multi_rl_module_spec(
 
 def _is_default_torch_module(module_class: type | None) -> bool:
     """Whether `module_class` is (a subclass of) a default torch module that reads only the
-    default model config's keys (`TorchRLModule.reads_default_model_config_only`)."""
-    return bool(getattr(module_class, "reads_default_model_config_only", False))
+    default model config's keys (`TorchRLModule.reads_default_model_config_only`). Not a
+    subclass that defines its own `__init__` or `setup`: it may build its own parts (with a
+    catalog of its own) from keys of its own, as RLlib lets it."""
+    if not getattr(module_class, "reads_default_model_config_only", False):
+        return False
+    assert isinstance(module_class, type)
+    for klass in module_class.__mro__:
+        if "reads_default_model_config_only" in vars(klass):
+            return True
+        if "__init__" in vars(klass) or "setup" in vars(klass):
+            return False
+    return True
+
+
+def _is_users_catalog(catalog_class: type | None) -> bool:
+    """Whether a spec names a catalog class of the user's (which may read keys of its own)."""
+    return catalog_class is not None and not catalog_class.__module__.startswith("trainer.")
 
 
 class MultiAgentConfig(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -89,6 +90,26 @@ def is_overridden(obj: Callable[..., Any]) -> bool:
     `_CallToSuperRecommended` twin) that no subclass redefined; True otherwise, an unmarked
     method included (as in RLlib, which only answers for the marked ones)."""
     return bool(getattr(obj, "__is_overridden__", True))
+
+
+# -- ray.rllib.utils.lambda_defaultdict -------------------------------------------------------
+class LambdaDefaultDict(defaultdict):
+    """RLlib's defaultdict whose factory takes the missing key: `d[key]` of a missing key
+    stores and returns `default_factory(key)`."""
+
+    def __init__(self, default_factory: Callable[[Any], Any], *args: Any, **kwargs: Any):
+        if not callable(default_factory):
+            raise TypeError(
+                f"LambdaDefaultDict(default_factory={default_factory!r}): the first argument "
+                "must be a callable taking the missing key"
+            )
+        super().__init__(None, *args, **kwargs)
+        self.default_factory = default_factory  # type: ignore[assignment]
+
+    def __missing__(self, key: Any) -> Any:
+        assert self.default_factory is not None
+        self[key] = value = self.default_factory(key)  # type: ignore[call-arg]
+        return value
 
 
 # -- ray._common.deprecation (RLlib's annotations re-export `Deprecated`) ----------------------

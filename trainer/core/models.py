@@ -262,6 +262,13 @@ DEFAULT_ONLY_KEYS: dict = {
 MAX_HIDDEN_WEIGHTS = 2**31
 
 
+def default_keys_of(model_config: dict) -> dict:
+    """The keys of `model_config` that the default models read (the others are left to a
+    user's own module or catalog, which RLlib lets read keys of their own)."""
+    known = set(MODEL_DEFAULTS) | set(DEFAULT_ONLY_KEYS) | set(OLD_STACK_ONLY_KEYS)
+    return {key: value for key, value in model_config.items() if key in known}
+
+
 def check_model_config(
     model_config: dict, setting: str = "model_config", *, numpy: bool = False
 ) -> dict:

@@ -147,6 +147,9 @@ def placeholder(rllib_name: str, why: Unavailable | None, kind: str = CLASS) -> 
     if kind == FUNCTION:
 
         def function(*args: Any, **kwargs: Any) -> Any:
+            if rllib_name in table.CLASS_FACTORIES:  # the class it builds refuses when used
+                built = str(kwargs.get("name") or (args[0] if args else "Built"))
+                return placeholder(f"{module}.{built}", why)
             raise _refusal(rllib_name, why, f"{short}()")
 
         function.__name__ = function.__qualname__ = short

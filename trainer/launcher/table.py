@@ -269,6 +269,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "ray.rllib.env.tcp_client_inference_env_runner": ("trainer.runners.external_server",),
     "ray.rllib.utils": ("trainer.compat.rllib_utils",),
+    "ray.rllib.utils.lambda_defaultdict": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.annotations": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.error": ("trainer.errors",),
     "ray.rllib.utils.exploration": ("trainer.core.exploration",),
@@ -495,6 +496,18 @@ _MODEL_CONFIGS_INSTEAD = (
     "MLPEncoderConfig, MLPHeadConfig, FreeLogStdMLPHeadConfig, CNNEncoderConfig, "
     "CNNTransposeHeadConfig and RecurrentEncoderConfig (ray.rllib.core.models.configs) for your "
     "own module's networks, or " + _MODEL
+)
+
+#: RLlib's old-stack functions that build a class (`CQLTorchPolicy = build_policy_class(
+#: name="CQLTorchPolicy", ...)`, run when a module of the user's is imported): their
+#: placeholders give back a placeholder class of that name, which refuses when it is used
+#: (made, or an attribute read), as every other placeholder does.
+CLASS_FACTORIES = frozenset(
+    (
+        "ray.rllib.policy.policy_template.build_policy_class",
+        "ray.rllib.policy.tf_policy_template.build_tf_policy",
+        "ray.rllib.policy.eager_tf_policy.build_eager_tf_policy",
+    )
 )
 
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {

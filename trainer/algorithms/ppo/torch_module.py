@@ -51,7 +51,12 @@ from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.action_layout import is_composite_action_space
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
-from trainer.core.models import SpaceInfo, StateConversionError, check_model_config
+from trainer.core.models import (
+    SpaceInfo,
+    StateConversionError,
+    check_model_config,
+    default_keys_of,
+)
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchDiagGaussian, action_dist_cls_for
 from trainer.torch_rl.networks import (
@@ -145,7 +150,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             # A DefaultModelConfig: kept as the dict of all its fields (RLlib's modules hold
             # a dict; checkpoints store it as plain data).
             self.model_config = dataclasses.asdict(self.model_config)
-        config = check_model_config(self.model_config or {}, setting="model_config")
+        model_config = self.model_config or {}
+        if _users_parts(self):
+            model_config = default_keys_of(model_config)
+        config = check_model_config(model_config, setting="model_config")
         self._config = config
         self._encode_obs = ObservationEncoding(self.observation_space, where)
         # RLlib's Catalog choice: categorical, diagonal Gaussian, multi-categorical
@@ -341,3 +349,12 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 #: RLlib's older name of this module (`ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module`):
 #: in RLlib 2.60 it is `DefaultPPOTorchRLModule` itself, kept for code written against it.
 PPOTorchRLModule = DefaultPPOTorchRLModule
+
+
+def _users_parts(module: DefaultPPOTorchRLModule) -> bool:
+    """Whether a user's subclass of the module, or a user's catalog, builds some of its parts:
+    those may read model-config keys of their own (RLlib checks none), so only the keys the
+    default parts read are checked."""
+    return not type(module).__module__.startswith("trainer.") or (
+        module.catalog is not None and not type(module.catalog).__module__.startswith("trainer.")
+    )

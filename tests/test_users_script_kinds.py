@@ -1,0 +1,110 @@
+"""What public users' RLlib scripts (bench/user_scripts.py) stopped on, each kind fixed through
+the public API: an old-stack policy class built when a module of the user's is imported,
+custom model-config keys of a torch module subclass that builds its own parts, RLlib's
+`LambdaDefaultDict`."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_an_old_stack_policy_class_is_built_at_import_and_refuses_only_when_used(hook):
+    """A user's package that builds an old-stack policy class at import (RLlib's
+    `build_policy_class(name=...)`) still imports; the class refuses when it is used."""
+    from ray.rllib.policy.policy_template import build_policy_class
+    from ray.rllib.policy.tf_policy_template import build_tf_policy
+
+    from trainer.errors import RLlibNotAvailable
+
+    CQLDQNTorchPolicy = build_policy_class(name="CQLDQNTorchPolicy", framework="torch")
+    assert CQLDQNTorchPolicy.__name__ == "CQLDQNTorchPolicy"
+    assert build_tf_policy("MyTFPolicy").__name__ == "MyTFPolicy"
+
+    class Subclass(CQLDQNTorchPolicy):  # a user's subclass of it is fine too
+        pass
+
+    with pytest.raises(RLlibNotAvailable, match="old API stack.*CQLDQNTorchPolicy()"):
+        CQLDQNTorchPolicy()
+    with pytest.raises(RLlibNotAvailable, match="old API stack"):
+        Subclass()
+    with pytest.raises(RLlibNotAvailable, match="old API stack"):
+        CQLDQNTorchPolicy.with_updates(name="Other")
+
+
+def test_a_torch_module_subclass_with_its_own_parts_takes_its_own_model_config_keys():
+    """RLlib does not check model-config keys: a subclass of the default torch PPO module that
+    builds its own parts (its own `setup`, or a catalog of the user's) reads keys of its own.
+    The default module itself still refuses an unknown key."""
+    pytest.importorskip("torch")
+    from trainer import PPOConfig
+    from trainer.algorithms.ppo.catalog import PPOCatalog
+    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+    from trainer.core.rl_module import RLModuleSpec
+
+    class WiderCatalog(PPOCatalog):
+        """Reads a key of its own: the hidden sizes come from `width`."""
+
+        def __init__(self, observation_space, action_space, model_config_dict):
+            width = model_config_dict.pop("width")
+            model_config_dict["fcnet_hiddens"] = [width]
+            super().__init__(observation_space, action_space, model_config_dict)
+
+    class OwnSetup(DefaultPPOTorchRLModule):
+        def setup(self):
+            self.model_config = {**self.model_config, "fcnet_hiddens": [self.model_config["w"]]}
+            self.model_config.pop("w")
+            super().setup()
+
+    def build(module_class, model_config, catalog_class=None):
+        spec = RLModuleSpec(
+            module_class=module_class, model_config=model_config, catalog_class=catalog_class
+        )
+        return (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .framework("torch")
+            .env_runners(num_env_runners=0)
+            .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+            .rl_module(rl_module_spec=spec)
+            .build()
+        )
+
+    for module_class, model_config, catalog_class, hidden in (
+        (DefaultPPOTorchRLModule, {"width": 12}, WiderCatalog, 12),
+        (OwnSetup, {"w": 7}, None, 7),
+    ):
+        algo = build(module_class, model_config, catalog_class)
+        try:
+            algo.train()
+            sizes = [p.shape for p in algo.get_module().parameters()]
+            assert (hidden, 4) in [tuple(s) for s in sizes], sizes
+        finally:
+            algo.stop()
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['width'\]"):
+        build(DefaultPPOTorchRLModule, {"width": 12})
+    # A multi-agent spec is checked at the call: the same rule.
+    from trainer.core.multi_rl_module import MultiRLModuleSpec
+
+    def multi(module_class, catalog_class=None):
+        spec = RLModuleSpec(
+            module_class=module_class, model_config={"width": 12}, catalog_class=catalog_class
+        )
+        return (
+            PPOConfig()
+            .framework("torch")
+            .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={"p": spec}))
+        )
+
+    multi(OwnSetup)
+    multi(DefaultPPOTorchRLModule, WiderCatalog)
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['width'\]"):
+        multi(DefaultPPOTorchRLModule)
+
+
+def test_lambda_default_dict_makes_the_missing_value_from_its_key(hook):
+    from ray.rllib.utils.lambda_defaultdict import LambdaDefaultDict
+
+    made = LambdaDefaultDict(lambda key: f"policy_{key}", {"a": 1})
+    assert made["a"] == 1 and made["b"] == "policy_b" and dict(made) == {"a": 1, "b": "policy_b"}
+    with pytest.raises(TypeError, match="must be a callable"):
+        LambdaDefaultDict(3)
