@@ -188,8 +188,9 @@ def _write(folder: Path, files: dict[str, str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.cli
-@pytest.mark.parametrize("place", ["beside the script", "on PYTHONPATH"])
-@pytest.mark.parametrize("form", ["module", "package"])
+@pytest.mark.parametrize(
+    "form, place", [("module", "beside the script"), ("package", "on PYTHONPATH")]
+)
 def test_the_users_own_trainer_callbacks_and_checkpoints_win_in_script_and_workers(
     tmp_path, form, place
 ):
@@ -198,7 +199,8 @@ def test_the_users_own_trainer_callbacks_and_checkpoints_win_in_script_and_worke
     project's checkout there): the script and its EnvRunner's worker process import the
     user's, and training, checkpoints and restore still work. The working folder is the
     script's (or PYTHONPATH names the user's folder first), so `-m trainer` would find the
-    user's `trainer` first on its own."""
+    user's `trainer` first on its own. Each form meets each place: the module form beside the
+    script (and the package form in Ray's actors, below), the package form on PYTHONPATH."""
     work = tmp_path / "project"
     users = work if place == "beside the script" else tmp_path / "libs"
     work.mkdir()
