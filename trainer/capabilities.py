@@ -24,6 +24,14 @@ ACTION_SPACES = (
 OBSERVATION_SPACES = "observation spaces other than Box, Discrete, Dict and Tuple"
 MODULE_TO_ENV_CONNECTORS = "module-to-env connectors (custom action pipelines)"
 POLICY_EXPORT = "policy export (ONNX, numpy files)"
+#: RLlib's per-component checkpoint protocol (`Checkpointable`): checkpoints here are this
+#: project's format, written and read by the Algorithm (docs/checkpoints.md).
+CHECKPOINTABLE = "RLlib's per-component Checkpointable protocol"
+#: torch.compile of RLModules and Learners (the torch modules here run eagerly).
+TORCH_COMPILE = "torch.compile of RLModules and Learners"
+#: RLlib's connector pieces that fill a batch of columns (`ConnectorV2.add_batch_item`, ...):
+#: the env-to-module pieces here rewrite the episodes, and the EnvRunner batches for itself.
+BATCH_CONNECTORS = "connector pieces that build RLlib's batch of columns"
 REMOTE_FILESYSTEMS = "remote filesystems (pyarrow.fs) for checkpoints"
 #: What to use instead of RLlib's model classes and per-algorithm torch modules.
 DEFAULT_MODELS_INSTEAD = (

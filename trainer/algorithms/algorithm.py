@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 import numpy as np
 
 from trainer.algorithms.acting import ModuleActor, actor_for
-from trainer.algorithms.algorithm_config import AlgorithmConfig
+from trainer.algorithms.algorithm_config import AlgorithmConfig, deep_updated
 from trainer.algorithms.checkpointing import (
     configured_module_states,
     load_algorithm_state,
@@ -74,7 +74,9 @@ from trainer.algorithms.multi_agent_learner import (
     MultiAgentLearner,
     build_multi_agent_learner,
 )
+from trainer.algorithms.replay import make_replay_buffer
 from trainer.callbacks import ALGORITHM_EVENTS, CallbackChain
+from trainer.capabilities import CHECKPOINTABLE, MULTI_AGENT, OFFLINE, OLD_API_STACK
 from trainer.checkpoints import Checkpoint, CheckpointError
 from trainer.checkpoints.location import fetched
 from trainer.checkpoints.rllib_layout import RLLIB_CHECKPOINT_READER, is_rllib_checkpoint
@@ -115,6 +117,7 @@ from trainer.runners.env_runner_group import (
 from trainer.util.deprecation import warn_once
 from trainer.util.import_paths import resolve_import_path
 from trainer.util.log import set_library_log_level
+from trainer.util.rllib_members import refuse
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
     StateError,
@@ -169,6 +172,89 @@ def _action_space(spaces: Any) -> Any:
     return spaces.action_space()
 
 
+class TrainIterCtx:
+    """RLlib's record of one training iteration (`Algorithm._run_one_training_iteration`
+    returns it): when it started and stopped (`time.perf_counter()`), the env steps sampled
+    and trained in it, and the lifetime counts it started from."""
+
+    def __init__(self, algo: Any):
+        self.algo = algo
+        self.time_start: float | None = None
+        self.time_stop: float | None = None
+        self.sampled = 0
+        self.trained = 0
+        self.init_env_steps_sampled = int(algo.num_env_steps_sampled_lifetime)
+        self.init_env_steps_trained = int(algo.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
+
+    def get_time_taken_sec(self) -> float:
+        """The iteration's duration in seconds (once it stopped)."""
+        if self.time_start is None or self.time_stop is None:
+            raise RuntimeError("the iteration has not ended yet")
+        return self.time_stop - self.time_start
+
+    def should_stop(self, results: Any) -> bool:
+        """Whether the iteration's minimum time and env steps are reached (RLlib's test after
+        each `training_step()`; `results`: whether one ran yet)."""
+        if not results:
+            return False
+        config = self.algo.config
+        elapsed = time.perf_counter() - (self.time_start or time.perf_counter())
+        sampled = self.algo.num_env_steps_sampled_lifetime - self.init_env_steps_sampled
+        trained = int(self.algo.metrics.peek(TRAINED_LIFETIME_KEY, default=0))
+        return (
+            elapsed >= (config.min_time_s_per_iteration or 0)
+            and sampled >= config.min_sample_timesteps_per_iteration
+            and trained - self.init_env_steps_trained >= config.min_train_timesteps_per_iteration
+        )
+
+
+def _overridden(algorithm: Any, name: str) -> bool:
+    """Whether the algorithm's class overrides `Algorithm`'s method `name`."""
+    return getattr(type(algorithm), name) is not getattr(Algorithm, name)
+
+
+def _add_missing(result: dict, extra: dict) -> None:
+    """The keys of `extra` that `result` lacks, added (nested dicts key by key)."""
+    for key, value in extra.items():
+        if key not in result:
+            result[key] = value
+        elif isinstance(value, dict) and isinstance(result[key], dict):
+            _add_missing(result[key], value)
+
+
+@refuse(
+    "ray.rllib.algorithms.algorithm.Algorithm",
+    MULTI_AGENT,
+    "RLlib's old-stack multi-agent names (policies as Policy objects); the new stack's "
+    "modules are added and removed with add_module / remove_module",
+    "add_policy",
+    "remove_policy",
+)
+@refuse(
+    "ray.rllib.algorithms.algorithm.Algorithm",
+    OLD_API_STACK,
+    "RLlib's old API stack (Policy objects); get the module with algo.get_module() or act "
+    "with algo.compute_single_action()",
+    "compute_actions",
+    "get_policy",
+    "get_default_policy_class",
+)
+@refuse(
+    "ray.rllib.algorithms.algorithm.Algorithm",
+    CHECKPOINTABLE,
+    "checkpoints are this project's format, written and read by save_to_path / "
+    "restore_from_path / from_checkpoint (docs/checkpoints.md)",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+)
+@refuse(
+    "ray.rllib.algorithms.algorithm.Algorithm",
+    OFFLINE,
+    "offline evaluation runs in the driver here (Algorithm.evaluate_offline): there are no "
+    "offline evaluation runners to restore",
+    "restore_offline_eval_runners",
+)
 class Algorithm(OldAlgorithmNames):
     """Base of all algorithms. Build one with `config.build()`, or `Algo(config=config)`."""
 
@@ -287,6 +373,10 @@ class Algorithm(OldAlgorithmNames):
             config.get_exploration_config(), _action_space(spaces_of(self.env_runner_group))
         )
         self.setup_learner()
+        if self.local_replay_buffer is None and _overridden(
+            self, "_create_local_replay_buffer_if_necessary"
+        ):
+            self.local_replay_buffer = self._create_local_replay_buffer_if_necessary(config)
         self._build_learners()
         self._start_data_parallel_learners()
         self._set_module_weights(configured_module_states(self))
@@ -455,6 +545,51 @@ class Algorithm(OldAlgorithmNames):
         if classes.numpy_targets_from_build:
             return learner_class(config, None, module=module, build=build)
         return learner_class(config, None, module=module)
+
+    def _create_local_replay_buffer_if_necessary(self, config: AlgorithmConfig) -> Any:
+        """RLlib's hook for the algorithm's replay buffer (`self.local_replay_buffer`): the
+        buffer `replay_buffer_config` names, or None where the config has none or sets
+        `no_local_replay_buffer`. An off-policy algorithm's `setup_learner` calls it; for any
+        other algorithm `setup` calls it after `setup_learner` where a subclass overrides it
+        (RLlib calls it for every algorithm; by default here only those that replay make a
+        buffer). Override to make another buffer."""
+        buffer_config = getattr(config, "replay_buffer_config", None)
+        if not buffer_config or buffer_config.get("no_local_replay_buffer"):
+            return None
+        return make_replay_buffer(buffer_config, seed=config.seed)
+
+    @classmethod
+    def merge_algorithm_configs(
+        cls, config1: dict, config2: dict, _allow_unknown_configs: bool | None = None
+    ) -> dict:
+        """`config1` updated by `config2` (nested dicts key by key), as new dicts: RLlib's
+        merge of dict configs (`AlgorithmConfig.update_from_dict` takes such a dict)."""
+        return deep_updated(copy.deepcopy(config1), copy.deepcopy(config2))
+
+    @staticmethod
+    def validate_env(env: Any, env_context: Any) -> None:
+        """RLlib's env check hook: does nothing here, as in RLlib, whose new API stack never
+        calls it either (its old stack's RolloutWorker did); kept for subclasses that
+        override it and call it themselves."""
+
+    @staticmethod
+    def from_state(state: dict) -> Algorithm:
+        """An algorithm rebuilt from a state that names its class and config (RLlib's
+        `state["algorithm_class"]` and `state["config"]`), the rest of `state` loaded with
+        `set_state`."""
+        algorithm_class = state.get("algorithm_class")
+        if algorithm_class is None:
+            raise ValueError(
+                "No `algorithm_class` key was found in given `state`! Cannot create new Algorithm."
+            )
+        config = state.get("config")
+        if not config:
+            raise ValueError("No `config` found in given Algorithm state!")
+        algorithm: Algorithm = algorithm_class(config=config)
+        rest = {k: v for k, v in state.items() if k not in ("algorithm_class", "config")}
+        if rest:
+            algorithm.set_state(rest)
+        return algorithm
 
     # -- the part an algorithm provides ------------------------------------------------------
     def training_step(self) -> None:
@@ -1061,8 +1196,9 @@ class Algorithm(OldAlgorithmNames):
         rounds = self._evaluation
         # Evaluate the weights of the previous iteration while this one trains, if it is due.
         parallel_round = rounds.start_parallel(self.iteration + 1)
+        self._iteration_start = start
         try:
-            self._run_training_steps(start)
+            train_results, _ = self._run_one_training_iteration()
         except BaseException:
             if parallel_round is not None:
                 rounds.abandon(parallel_round)
@@ -1079,9 +1215,10 @@ class Algorithm(OldAlgorithmNames):
         self._refresh_counters()
         time_this_iter = time.perf_counter() - start
         self._time_total_s += time_this_iter
-        result = self._compile_result(time_this_iter)
-        if evaluation is not None:
-            result[EVALUATION_RESULTS] = evaluation
+        self._time_this_iter = time_this_iter
+        result = self._compile_iteration_results(
+            train_results=train_results, eval_results=evaluation
+        )
         if self.config.env_task_fn is not None:
             self._apply_env_task_fn(result)
         self.log_result(result)
@@ -1123,6 +1260,25 @@ class Algorithm(OldAlgorithmNames):
             partial(apply_env_task_fn, env_task_fn=env_task_fn, train_results=result),
             local_env_runner=local_runner_of(group).env is not None,
         )
+
+    #: When the running `train()` call started (`time.perf_counter()`).
+    _iteration_start: float = 0.0
+
+    def _run_one_training_iteration(self) -> tuple[dict, TrainIterCtx]:
+        """RLlib's hook for one iteration's training, called by `train()` (between restoring
+        failed EnvRunners and evaluating): `training_step()` until the iteration's minimum
+        time and steps are reached. Returns the metrics logged so far (peeked: `train()`
+        compiles them into the result, adding the keys an override put into this dict that
+        the compiled result lacks) and the iteration's `TrainIterCtx`."""
+        ctx = TrainIterCtx(self)
+        ctx.time_start = self._iteration_start or time.perf_counter()
+        self._run_training_steps(ctx.time_start)
+        ctx.time_stop = time.perf_counter()
+        ctx.sampled = self.num_env_steps_sampled_lifetime - ctx.init_env_steps_sampled
+        ctx.trained = int(self.metrics.peek(TRAINED_LIFETIME_KEY, default=0)) - (
+            ctx.init_env_steps_trained
+        )
+        return self.metrics.peek(), ctx
 
     def _run_training_steps(self, start: float) -> None:
         """Training steps until the iteration's minimum time and env steps are reached."""
@@ -1203,6 +1359,21 @@ class Algorithm(OldAlgorithmNames):
             group.iteration_failures[-1],
         )
         raise error
+
+    #: The running iteration's duration so far, for `_compile_iteration_results`.
+    _time_this_iter: float = 0.0
+
+    def _compile_iteration_results(self, *, train_results: dict, eval_results: Any) -> dict:
+        """RLlib's hook that makes the iteration's result dict, called once by `train()` after
+        the iteration's training and evaluation (before `on_train_result`): the metrics the
+        iteration logged, compiled, with the counters and fault-tolerance figures, the keys of
+        `train_results` (`_run_one_training_iteration`'s) the compiled metrics lack, and
+        `eval_results` under "evaluation" (where there are any)."""
+        result = self._compile_result(self._time_this_iter)
+        _add_missing(result, train_results)
+        if eval_results is not None:
+            result[EVALUATION_RESULTS] = eval_results
+        return result
 
     def _compile_result(self, time_this_iter: float) -> dict:
         # The exploration's values (cur_epsilon, ...) are the runners' current ones: those of

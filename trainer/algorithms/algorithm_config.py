@@ -64,9 +64,12 @@ from trainer.algorithms.config.training import OPTIMIZER_KEYS as OPTIMIZER_KEYS
 from trainer.algorithms.config.training import TRAINING_SETTINGS, TrainingSection
 from trainer.algorithms.settings import Setting, declared_settings, document_builders
 from trainer.callbacks import RLlibCallback
+from trainer.capabilities import MODULE_TO_ENV_CONNECTORS, TORCH_COMPILE
 from trainer.compat.old_names import OldConfigNames
+from trainer.env.wrappers.atari_wrappers import is_atari as is_atari_env
 from trainer.errors import ConfigError as ConfigError
 from trainer.errors import UnknownSettingError as UnknownSettingError
+from trainer.util.rllib_members import refuse
 
 if TYPE_CHECKING:
     from trainer.core.multi_rl_module import MultiRLModuleSpec
@@ -105,6 +108,21 @@ class BuiltAlgorithm(Protocol):
     def __exit__(self, *exc_info: object) -> None: ...
 
 
+@refuse(
+    "ray.rllib.algorithms.algorithm_config.AlgorithmConfig",
+    MODULE_TO_ENV_CONNECTORS,
+    "env_runners(module_to_env_connector=...)'s pieces run in each EnvRunner on the modules' "
+    "outputs, in front of its own action drawing (RLlib's default pieces in one numpy pass); "
+    "the pipeline object a user's env loop needs comes from ModuleToEnvPipeline.from_checkpoint",
+    "build_module_to_env_connector",
+)
+@refuse(
+    "ray.rllib.algorithms.algorithm_config.AlgorithmConfig",
+    TORCH_COMPILE,
+    "the torch modules run eagerly (small MLPs and CNNs, where compiling costs more start-up "
+    "than it saves)",
+    "get_torch_compile_worker_config",
+)
 class AlgorithmConfig(
     EnvironmentSection,
     EnvRunnersSection,
@@ -132,6 +150,20 @@ class AlgorithmConfig(
 
     Read settings as attributes (`config.lr`) or like a dict (`config["lr"]`).
     """
+
+    @property
+    def is_atari(self) -> bool:
+        """Whether the env is an ALE Atari env: `environment(is_atari=...)` where given (it
+        changes nothing here), else decided from the env's id as RLlib decides it ("ALE/..."
+        or "ale_py:..."; an env given another way is not taken for one)."""
+        given = self.__dict__.get("_is_atari")
+        if given is not None:
+            return bool(given)
+        return isinstance(self.env, str) and is_atari_env(self.env)
+
+    @is_atari.setter
+    def is_atari(self, value: bool | None) -> None:
+        self.__dict__["_is_atari"] = value
 
     #: name -> Setting(default, check, builder method, doc): the settings table
     #: (`trainer.algorithms.settings`), each section's part in its module. Subclasses declare

@@ -49,6 +49,16 @@ class DifferentiableAlgorithmConfig(AlgorithmConfig):
             self.differentiable_learner_configs = list(configs)
         return self
 
+    def get_differentiable_learner_classes(self) -> list[Any]:
+        """The classes of the meta learner's differentiable learners (of
+        `get_differentiable_learner_configs()`, in order)."""
+        return [entry.learner_class for entry in self.get_differentiable_learner_configs()]
+
+    def get_differentiable_learner_configs(self) -> list[Any]:
+        """The `DifferentiableLearnerConfig`s of the meta learner's nested updates (RLlib's
+        hook to override: by default `differentiable_learner_configs`)."""
+        return list(self.differentiable_learner_configs)
+
     def get_default_learner_class(self) -> Any:
         """The meta learner (RLlib's `TorchMetaLearner`), by import path."""
         return META_LEARNER

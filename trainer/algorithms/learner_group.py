@@ -26,11 +26,18 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from trainer.capabilities import RAY_INTERNALS, TORCH
+from trainer.capabilities import (
+    CHECKPOINTABLE,
+    LEARNER_CONNECTORS,
+    MULTI_AGENT,
+    RAY_INTERNALS,
+    TORCH,
+)
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.env.envs import EnvContext, make_env_creator
 from trainer.errors import ConfigError, UnsupportedCall
 from trainer.torch_rl import require_torch
+from trainer.util.rllib_members import refuse
 
 
 def _spaces_of_env(env: Any) -> tuple[Any, Any]:
@@ -156,6 +163,41 @@ def build_learner(
     return learner
 
 
+_LEARNER_GROUP = "ray.rllib.core.learner.learner_group.LearnerGroup"
+
+
+@refuse(
+    _LEARNER_GROUP,
+    MULTI_AGENT,
+    "modules are added to and removed from the learners and the EnvRunners together, by "
+    "Algorithm.add_module / remove_module",
+    "add_module",
+    "remove_module",
+)
+@refuse(
+    _LEARNER_GROUP,
+    LEARNER_CONNECTORS,
+    "a learner here makes no batch from episodes through learner connectors; train through "
+    "algo.train(), or call update(batch=...)",
+    "update_from_episodes",
+)
+@refuse(
+    _LEARNER_GROUP,
+    RAY_INTERNALS,
+    "the statistics of Ray's actor manager over remote learner actors, which do not exist here",
+    "get_stats",
+)
+@refuse(
+    _LEARNER_GROUP,
+    CHECKPOINTABLE,
+    "module checkpoints load through restore_from_path(path, component=...) of the "
+    "Algorithm or LearnerGroup",
+    "load_module_state",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+    "from_checkpoint",
+)
 class LearnerGroup:
     """RLlib's `LearnerGroup` over the one learner here, in this process: a standalone one
     (`LearnerGroup(config=..., module_spec=...)`, `config.build_learner_group(...)`) or an

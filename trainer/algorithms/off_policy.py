@@ -78,10 +78,14 @@ class OffPolicyAlgorithm(Algorithm):
     local_replay_buffer: EpisodeReplayBuffer | MultiAgentEpisodeReplayBuffer
 
     def setup_learner(self) -> None:
-        """The learner, and the replay buffer of `replay_buffer_config`."""
+        """The learner, and the replay buffer: `_create_local_replay_buffer_if_necessary`'s
+        (RLlib's hook; by default the one `replay_buffer_config` names)."""
         super().setup_learner()
         config = self.config
-        self.local_replay_buffer = make_replay_buffer(config.replay_buffer_config, seed=config.seed)
+        buffer = self._create_local_replay_buffer_if_necessary(config)
+        if buffer is None:  # (an override that makes none: the configured one)
+            buffer = make_replay_buffer(config.replay_buffer_config, seed=config.seed)
+        self.local_replay_buffer = buffer
 
     def training_step(self) -> None:
         config, metrics, buffer = self.config, self.metrics, self.local_replay_buffer

@@ -36,6 +36,7 @@ from trainer.algorithms.registry import ALGORITHM_PACKAGES, AlgorithmEntry, entr
 from trainer.compat.differences import api_keys
 from trainer.compat.rllib_surface import UNEVALUATED, Member, Parameter, SurfaceReader
 from trainer.util import deprecation
+from trainer.util.rllib_members import is_refusal
 
 _RLLIB = "ray.rllib"
 
@@ -541,6 +542,10 @@ class Checker:
     def _check_parameters(
         self, target: Target, key: str, member: Member, here: Callable
     ) -> list[Finding]:
+        if is_refusal(here):
+            # A member that refuses when called (`trainer.util.rllib_members.refuse`): it
+            # takes RLlib's parameters by name; no default of it is ever used.
+            return []
         try:
             signature = inspect.signature(here)
         except (TypeError, ValueError):

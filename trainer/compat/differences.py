@@ -52,8 +52,9 @@ _CHECKPOINTABLE = (
     "Algorithm; RLlib's per-component Checkpointable protocol is not implemented"
 )
 _RUNNER_CHECKPOINTS = (
-    "an EnvRunner's state is a component of the Algorithm's checkpoint "
-    "(env_runner_<i>); EnvRunners are not checkpointed on their own"
+    "an EnvRunner's state is a component of the Algorithm's checkpoint (env_runner_<i>); "
+    "saved on its own (save_to_path / restore_from_path) it is this project's format "
+    "(metadata.json and env_runner.msgpack), without RLlib's Checkpointable file names"
 )
 _NO_BATCH = (
     "the env-to-module pieces here rewrite the episodes' observations and the "
@@ -73,16 +74,6 @@ _OLD_CALLBACK_ARGS = (
 SHARED_DIFFERENCES: tuple[Difference, ...] = (
     # -- AlgorithmConfig, PPOConfig, DQNConfig -------------------------------------------------
     Difference(
-        "AlgorithmConfig.build_module_to_env_connector",
-        "missing: env_runners(module_to_env_connector=...)'s pieces run in each EnvRunner on "
-        "the modules' outputs (tensors for a torch module; a multi-agent runner's batch keyed "
-        "by module id) before the actions are drawn, in front of the exploration and the "
-        "action-space scaling built into the EnvRunner (tests/test_module_to_env_pieces.py)",
-        "the EnvRunner's own action drawing is RLlib's default pieces in one numpy pass; "
-        "the pipeline object a user's env loop needs comes from "
-        "ModuleToEnvPipeline.from_checkpoint",
-    ),
-    Difference(
         "EnvToModulePipeline.from_checkpoint / ModuleToEnvPipeline.from_checkpoint",
         "single-agent checkpoints: the env-to-module pipeline is rebuilt from the algorithm "
         "checkpoint's config (its env_to_module_connector factory called with the saved "
@@ -97,12 +88,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "as Algorithm.from_checkpoint trusts it) is unpickled; multi-agent EnvRunners map "
         "agents to modules themselves and write no pipeline directories",
         BEHAVIOUR,
-    ),
-    Difference(
-        "AlgorithmConfig.get_torch_compile_worker_config",
-        "missing",
-        "torch.compile is not used: the torch modules run eagerly (small MLPs and CNNs, "
-        "where compiling costs more start-up than it saves)",
     ),
     *_same(
         "missing (the callbacks() keywords are taken, with a warning at build when given)",
@@ -148,26 +133,13 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "Algorithm.CLASS_AND_CTOR_ARGS_FILE_NAME",
         "Algorithm.METADATA_FILE_NAME",
         "Algorithm.STATE_FILE_NAME",
-        "Algorithm.get_checkpointable_components",
-        "Algorithm.get_ctor_args_and_kwargs",
-        "Algorithm.get_metadata",
-        "Algorithm.from_state",
     ),
     *_same(
         "missing",
         _MULTI_AGENT,
-        "Algorithm.add_policy",
-        "Algorithm.remove_policy",
         "Algorithm.from_checkpoint(policy_ids=...)",
         "Algorithm.from_checkpoint(policy_mapping_fn=...)",
         "Algorithm.from_checkpoint(policies_to_train=...)",
-    ),
-    *_same(
-        "missing",
-        _OLD_STACK + "; get the module with algo.get_module() or act with compute_single_action()",
-        "Algorithm.compute_actions",
-        "Algorithm.get_policy",
-        "Algorithm.get_default_policy_class",
     ),
     *_same(
         "missing",
@@ -177,24 +149,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "Algorithm.compute_single_action(info=...)",
         "Algorithm.compute_single_action(episode=...)",
     ),
-    *_same(
-        "missing",
-        "offline evaluation runs in the driver here (Algorithm.evaluate_offline): there are "
-        "no offline evaluation runners to restore",
-        "Algorithm.restore_offline_eval_runners",
-    ),
-    Difference(
-        "Algorithm.merge_algorithm_configs",
-        "missing",
-        "dict configs are merged into a config object by "
-        "AlgorithmConfig.update_from_dict (Algorithm(config={...}) does it, with a "
-        "deprecation warning)",
-    ),
-    Difference(
-        "Algorithm.validate_env",
-        "missing",
-        "an old-stack hook: RLlib 2.60's new stack never calls it (its body is empty)",
-    ),
     # -- SingleAgentEnvRunner ---------------------------------------------------------------------
     *_same(
         "missing",
@@ -202,12 +156,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "SingleAgentEnvRunner.CLASS_AND_CTOR_ARGS_FILE_NAME",
         "SingleAgentEnvRunner.METADATA_FILE_NAME",
         "SingleAgentEnvRunner.STATE_FILE_NAME",
-        "SingleAgentEnvRunner.from_checkpoint",
-        "SingleAgentEnvRunner.get_checkpointable_components",
-        "SingleAgentEnvRunner.get_ctor_args_and_kwargs",
-        "SingleAgentEnvRunner.get_metadata",
-        "SingleAgentEnvRunner.restore_from_path",
-        "SingleAgentEnvRunner.save_to_path",
     ),
     Difference(
         "Algorithm.save_to_path(use_msgpack=...)",
@@ -216,33 +164,7 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "unpickling; RLlib's default pickles the state",
     ),
     # -- EnvRunnerGroup ------------------------------------------------------------------------
-    *_same(
-        "missing",
-        _OLD_STACK,
-        "EnvRunnerGroup.add_policy",
-        "EnvRunnerGroup.foreach_policy",
-        "EnvRunnerGroup.foreach_policy_to_train",
-        "EnvRunnerGroup.is_policy_to_train",
-    ),
-    Difference(
-        "EnvRunnerGroup.reset",
-        "missing",
-        "it replaces the group's runners with Ray actor handles made elsewhere; runners "
-        "here are worker processes the group starts itself (add_workers() adds more)",
-    ),
-    Difference(
-        "EnvRunnerGroup.get_merged_env_runner_state",
-        "missing",
-        "it serves RLlib's EnvRunner state server for aggregator actors; "
-        "sync_env_runner_states() merges and broadcasts the runners' states here",
-    ),
     # -- SingleAgentEpisode -------------------------------------------------------------------------
-    *_same(
-        "missing",
-        _OLD_STACK + " and offline data (SampleBatch conversions)",
-        "SingleAgentEpisode.get_sample_batch",
-        "SingleAgentEpisode.get_data_dict",
-    ),
     # -- ConnectorV2 and the env-to-module pieces --------------------------------------------------
     *_same(
         "missing",
@@ -252,28 +174,11 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         "ConnectorV2.CLASS_AND_CTOR_ARGS_FILE_NAME",
         "ConnectorV2.METADATA_FILE_NAME",
         "ConnectorV2.STATE_FILE_NAME",
-        "ConnectorV2.from_checkpoint",
-        "ConnectorV2.get_checkpointable_components",
-        "ConnectorV2.get_ctor_args_and_kwargs",
-        "ConnectorV2.get_metadata",
-        "ConnectorV2.restore_from_path",
-        "ConnectorV2.save_to_path",
     ),
     *_same(
         "missing",
         _NO_BATCH,
-        "ConnectorV2.add_batch_item",
-        "ConnectorV2.foreach_batch_item_change_in_place",
-        "ConnectorV2.switch_batch_from_column_to_module_ids",
         "ConnectorV2.single_agent_episode_iterator(zip_with_batch_column=...)",
-    ),
-    *_same(
-        "missing",
-        "a connector's state is part of its EnvRunner's state in the "
-        "Algorithm's checkpoint (get_state() / set_state() data); RLlib's "
-        "per-component Checkpointable protocol is not implemented",
-        "EnvToModulePipeline.get_checkpointable_components",
-        "EnvToModulePipeline.get_ctor_args_and_kwargs",
     ),
     *_same(
         "missing",
@@ -323,26 +228,10 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     # -- RLModule, RLModuleSpec, MultiRLModule, MultiRLModuleSpec ----------------------------------
     *_same(
         "missing",
-        "RLlib 2.60 deprecated these spec checks of its older RLModules (no-ops there, "
-        "@Deprecated(error=False)); nothing calls them",
-        "RLModule.input_specs_exploration",
-        "RLModule.input_specs_inference",
-        "RLModule.input_specs_train",
-        "RLModule.output_specs_exploration",
-        "RLModule.output_specs_inference",
-        "RLModule.output_specs_train",
-        "MultiRLModule.output_specs_exploration",
-        "MultiRLModule.output_specs_inference",
-        "MultiRLModule.output_specs_train",
-    ),
-    *_same(
-        "missing",
         "RLlib's deprecated RLModuleConfig form of a module's constructor arguments; modules "
         "here take RLlib's keyword arguments (observation_space=, action_space=, ...), and "
         "RLModule(config=...) is refused saying so",
         "RLModule.config",
-        "RLModuleSpec.get_rl_module_config",
-        "MultiRLModuleSpec.get_rl_module_config",
     ),
     Difference(
         "RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME",

@@ -23,7 +23,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import OLD_API_STACK
 from trainer.core.spaces import Repeated
+from trainer.util.rllib_members import refuse
 
 __all__ = [
     "BatchedNdArray",
@@ -42,6 +44,13 @@ __all__ = [
 ]
 
 
+@refuse(
+    "ray.rllib.utils.spaces.flexdict.FlexDict",
+    OLD_API_STACK,
+    "gym's removed Space.assertSpace check; FlexDict here is a gymnasium Dict (check a "
+    "member with isinstance(space, gymnasium.Space))",
+    "assertSpace",
+)
 class FlexDict(gym.spaces.Dict):
     """RLlib's `FlexDict`: a `gym.spaces.Dict` whose sub-spaces can be added and replaced
     after it is made (`space["key"] = Box(...)`)."""

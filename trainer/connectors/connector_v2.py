@@ -8,10 +8,35 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.capabilities import BATCH_CONNECTORS, CHECKPOINTABLE
 from trainer.compat.rllib_utils import Columns
 from trainer.errors import ConfigError
+from trainer.util.rllib_members import refuse
 
 
+@refuse(
+    "ray.rllib.connectors.connector_v2.ConnectorV2",
+    CHECKPOINTABLE,
+    "a connector's state is part of its EnvRunner's state in the Algorithm's checkpoint "
+    "(get_state() / set_state() data); RLlib's per-component Checkpointable protocol is not "
+    "implemented (the pipelines' from_checkpoint reads an Algorithm checkpoint's)",
+    "from_checkpoint",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+    "restore_from_path",
+    "save_to_path",
+)
+@refuse(
+    "ray.rllib.connectors.connector_v2.ConnectorV2",
+    BATCH_CONNECTORS,
+    "the env-to-module pieces here rewrite the episodes' observations and the EnvRunner "
+    "batches them for the module (numpy or torch); there is no batch of columns for a piece "
+    "to fill",
+    "add_batch_item",
+    "foreach_batch_item_change_in_place",
+    "switch_batch_from_column_to_module_ids",
+)
 class ConnectorV2:
     """One piece of an env-to-module pipeline.
 

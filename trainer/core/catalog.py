@@ -294,7 +294,9 @@ class Catalog:
         return self._get_dist_cls_from_action_space(self.action_space, framework=framework)
 
     @classmethod
-    def _get_dist_cls_from_action_space(cls, action_space: Any, *, framework: str) -> type:
+    def _get_dist_cls_from_action_space(
+        cls, action_space: Any, *, framework: str | None = None
+    ) -> type:
         """RLlib's (private) helper behind `get_action_dist_cls`, for any action space."""
         if framework != "torch":
             raise ValueError(

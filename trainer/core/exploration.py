@@ -27,8 +27,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import OLD_API_STACK
 from trainer.core.schedules import Schedule
 from trainer.util.checks import int_at_least, number_above
+from trainer.util.rllib_members import refuse
 
 
 class ActionDistribution:
@@ -54,6 +56,18 @@ class ActionDistribution:
         return self.dist_class.logp(self.inputs, actions)
 
 
+@refuse(
+    "ray.rllib.utils.exploration.exploration.Exploration",
+    OLD_API_STACK,
+    "RLlib's old-stack Exploration hooks (Policy calls, tf sessions, trajectory "
+    "postprocessing); the exploration classes here only draw actions for "
+    "Algorithm.compute_single_action and the EnvRunners",
+    "before_compute_actions",
+    "get_exploration_optimizer",
+    "on_episode_end",
+    "on_episode_start",
+    "postprocess_trajectory",
+)
 class Exploration:
     """Base class. Subclasses override `get_exploration_action` and may keep state (returned by
     `get_state`, restored by `set_state`) and report numbers (`get_info`, shown in the results

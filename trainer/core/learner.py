@@ -25,11 +25,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from trainer.capabilities import CHECKPOINTABLE, LEARNER_CONNECTORS, TORCH
 from trainer.core.allreduce import SharedMemoryAllReduce, TcpAllReduce
 from trainer.core.blas import BlasThreads
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.schedules import Schedule
+from trainer.util.rllib_members import refuse
 from trainer.util.state_checks import require_map
 
 #: What `Learner.update` returns: statistic name -> value. Each is a float, except per-row
@@ -97,6 +99,55 @@ class UpdateThreads(Protocol):
     def __call__(self) -> AbstractContextManager[Any]: ...
 
 
+@refuse(
+    "ray.rllib.core.learner.learner.Learner",
+    TORCH,
+    "a torch learner's (TorchLearner's, which every algorithm's torch learner derives from); "
+    "this base class is also that of the numpy learners, which step their own Adam",
+    "add_module",
+    "apply_gradients",
+    "compute_gradients",
+    "compute_losses",
+    "configure_optimizers",
+    "configure_optimizers_for_module",
+    "get_optimizer",
+    "get_optimizers_for_module",
+    "get_param_ref",
+    "get_parameters",
+    "postprocess_gradients",
+    "postprocess_gradients_for_module",
+    "register_optimizer",
+    "remove_module",
+    "rl_module_is_compatible",
+    "update_from_batch",
+    "_get_optimizer_lr",
+    "_set_optimizer_lr",
+    "_update",
+    "_convert_batch_type",
+    "_check_registered_optimizer",
+    "_get_optimizer_state",
+    "_set_optimizer_state",
+    "filter_param_dict_for_optimizer",
+    "_get_clip_function",
+    "_get_global_norm_function",
+)
+@refuse(
+    "ray.rllib.core.learner.learner.Learner",
+    CHECKPOINTABLE,
+    "a learner's state is a component of the Algorithm's checkpoint, written and read by "
+    "save_to_path / restore_from_path / from_checkpoint",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+)
+@refuse(
+    "ray.rllib.core.learner.learner.Learner",
+    LEARNER_CONNECTORS,
+    "a learner here makes no batch from episodes through learner connectors; the algorithm "
+    "turns its episodes into the learner's batch (train through algo.train(), or call "
+    "update(batch=...))",
+    "update_from_episodes",
+)
 class Learner(ABC):
     """See the module docstring. The state (`get_state`) is the backend's (the module's weights
     and the optimizers' moments) plus the algorithm's own keys (`extra_state_keys`), which a
@@ -156,6 +207,57 @@ class Learner(ABC):
         returns the update's statistics (losses, gradient norm, current lr, ...). Raises
         `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
         gradient is not finite."""
+
+    @property
+    def device(self) -> Any:
+        """Where the learner computes: "cpu" for the numpy learners (a torch learner's is its
+        module's torch device)."""
+        return "cpu"
+
+    @property
+    def distributed(self) -> bool:
+        """Whether the learner is one of several data-parallel learners (`num_learners` > 1)."""
+        return int(getattr(self.config, "num_learners", 0) or 0) > 1
+
+    def should_module_be_updated(self, module_id: str, multi_agent_batch: Any = None) -> bool:
+        """Whether `module_id` trains: the config's `policies_to_train` (None: all; a
+        collection: those in it; a function: its answer for the id and the batch)."""
+        to_train = getattr(self.config, "policies_to_train", None)
+        if to_train is None:
+            return True
+        if not callable(to_train):
+            return module_id in set(to_train)
+        return bool(to_train(module_id, multi_agent_batch))
+
+    @classmethod
+    def rl_module_required_apis(cls) -> list[type]:
+        """The RLModule APIs (`trainer.core.apis`) a module must implement to be trained by
+        this learner class: none by default (an algorithm's learner names its own)."""
+        return []
+
+    def apply(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """`func(self, *args, **kwargs)` (RLlib's way to run code on a learner actor; this
+        learner is in the calling process)."""
+        return func(self, *args, **kwargs)
+
+    def shutdown(self) -> None:  # noqa: B027 - nothing to release
+        """RLlib's learner shutdown: nothing to release here (no actor, no process group)."""
+
+    def build(self) -> None:  # noqa: B027 - a hook; nothing to build here
+        """RLlib's `Learner.build` hook: called once on each learner the Algorithm (or a
+        `LearnerGroup`) makes, after it exists and before its first update. Override
+        (calling `super().build()`) to set up what the learner needs."""
+
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> Any:
+        """RLlib's loss hook, which a learner class implements (each torch learner here
+        does); this base class has none."""
+        raise NotImplementedError(f"{type(self).__name__} implements no compute_loss_for_module")
+
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:  # noqa: B027
+        """RLlib's hook before an update's gradient steps (`timesteps`: the env steps sampled
+        so far): nothing here; a torch learner's update calls it."""
 
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """RLlib's hook after an update's gradient steps (`timesteps`: the env steps sampled

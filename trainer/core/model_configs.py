@@ -87,6 +87,41 @@ class Model(abc.ABC):
         """The recurrent state a sequence starts from (RLlib's: `{}` for a stateless model)."""
         return {}
 
+    def get_input_specs(self) -> Any:
+        """RLlib's hook for the model's input specs: none (RLlib's default too; no spec is
+        checked here)."""
+        return None
+
+    def get_output_specs(self) -> Any:
+        """RLlib's hook for the model's output specs: none (as `get_input_specs`)."""
+        return None
+
+    @property
+    def input_specs(self) -> Any:
+        """`get_input_specs()`'s answer."""
+        return self.get_input_specs()
+
+    @property
+    def output_specs(self) -> Any:
+        """`get_output_specs()`'s answer."""
+        return self.get_output_specs()
+
+    def get_num_parameters(self) -> tuple[int, int]:
+        """(trainable, non-trainable) parameter counts: a framework's model counts its own
+        (`TorchModel`); a numpy network's are its arrays (`parameters()` where it has one)."""
+        parameters = getattr(self, "parameters", None)
+        if not callable(parameters):
+            return 0, 0
+        trainable = frozen = 0
+        for parameter in parameters():
+            numel = getattr(parameter, "numel", None)
+            size = int(numel() if callable(numel) else getattr(parameter, "size", 0))
+            if getattr(parameter, "requires_grad", True):
+                trainable += size
+            else:
+                frozen += size
+        return trainable, frozen
+
 
 class Encoder(Model, abc.ABC):
     """RLlib's encoder: a batch dict in, `{ENCODER_OUT: features}` out (and

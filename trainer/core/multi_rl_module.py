@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.capabilities import OLD_API_STACK
 from trainer.checkpoints.config_data import register_spec_class
 from trainer.core.rl_module import (
     MODULE_CHECKPOINT,
@@ -29,6 +30,7 @@ from trainer.core.rl_module import (
     validate_module_id,
 )
 from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.util.rllib_members import refuse
 
 
 def _as_set(value: str | Collection[str] | None) -> set[str] | None:
@@ -269,6 +271,14 @@ class MultiRLModule(RLModule):
 
 @register_spec_class
 @dataclass
+@refuse(
+    "ray.rllib.core.rl_module.multi_rl_module.MultiRLModuleSpec",
+    OLD_API_STACK,
+    "RLlib's deprecated RLModuleConfig form of a module's constructor arguments; modules "
+    "here take RLlib's keyword arguments (observation_space=, action_space=, "
+    "model_config=, ...)",
+    "get_rl_module_config",
+)
 class MultiRLModuleSpec:
     """RLlib's spec of a MultiRLModule: its class, its own spaces, `inference_only` and
     `model_config`, and `rl_module_specs` (`{module_id: RLModuleSpec}`, or one RLModuleSpec

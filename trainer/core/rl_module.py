@@ -34,13 +34,14 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer.capabilities import REMOTE_FILESYSTEMS
+from trainer.capabilities import OLD_API_STACK, REMOTE_FILESYSTEMS
 from trainer.checkpoints.config_data import import_path, register_spec_class, resolve_import_path
 from trainer.checkpoints.format import library_version
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
 from trainer.core.catalog import check_catalog_class
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import UnsupportedValue
+from trainer.util.rllib_members import refuse
 
 #: What RLlib's RLModule API hands out or calls that sits above this module in `trainer.core`
 #: (each imports this one): the MultiRLModule a module wraps itself in (`as_multi_rl_module`),
@@ -103,6 +104,14 @@ def _class_of(path: str | None) -> Any:
 
 @register_spec_class
 @dataclass
+@refuse(
+    "ray.rllib.core.rl_module.rl_module.RLModuleSpec",
+    OLD_API_STACK,
+    "RLlib's deprecated RLModuleConfig form of a module's constructor arguments; modules "
+    "here take RLlib's keyword arguments (observation_space=, action_space=, "
+    "model_config=, ...)",
+    "get_rl_module_config",
+)
 class RLModuleSpec:
     """RLlib's single-module spec: the module class (None: the algorithm's default module,
     which `AlgorithmConfig.get_rl_module_spec()` fills in), the spaces it is built for,
@@ -270,6 +279,35 @@ class RLModuleAPI:
 
     def set_state(self, state: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    # RLlib 2.60 keeps its modules' spec methods as deprecated no-ops (no spec is checked).
+    def input_specs_train(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
+
+    def input_specs_inference(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
+
+    def input_specs_exploration(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
+
+    def output_specs_train(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
+
+    def output_specs_inference(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
+
+    def output_specs_exploration(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
+
+    def _default_input_specs(self) -> Any:
+        """RLlib's deprecated spec hook: nothing is checked, None."""
+        return None
 
     def get_initial_state(self) -> Any:
         """The initial recurrent state: `{}` (a module without state)."""

@@ -97,6 +97,11 @@ class EnvContext(dict):
         self.vector_index = vector_index
         self.recreated_worker = recreated_worker
 
+    def set_defaults(self, defaults: dict) -> None:
+        """Adds the keys of `defaults` this context lacks (those it has keep their values)."""
+        for key, value in defaults.items():
+            self.setdefault(key, value)
+
     def copy_with_overrides(self, **overrides: Any) -> EnvContext:
         fields: dict[str, Any] = {
             "worker_index": self.worker_index,

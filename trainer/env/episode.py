@@ -24,10 +24,12 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import OLD_API_STACK
 from trainer.checkpoints.codec import is_plain_data
 from trainer.compat.old_api import OldEpisodeAPI
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer, split_rows, structs_equal
+from trainer.util.rllib_members import refuse
 
 #: The model outputs every EnvRunner step records (RLlib's Columns.ACTION_LOGP and
 #: Columns.ACTION_DIST_INPUTS).
@@ -77,6 +79,14 @@ def new_episode_ids(count: int) -> list[str]:
     return _EPISODE_IDS.take(count)
 
 
+@refuse(
+    "ray.rllib.env.single_agent_episode.SingleAgentEpisode",
+    OLD_API_STACK,
+    "RLlib's old API stack's SampleBatch conversions; offline data here is written and read "
+    "as episodes (trainer.offline)",
+    "get_sample_batch",
+    "get_data_dict",
+)
 class SingleAgentEpisode(OldEpisodeAPI):
     __slots__ = (
         "id_",

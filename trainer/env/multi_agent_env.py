@@ -19,7 +19,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import OLD_API_STACK
 from trainer.util.import_paths import resolve_import_path
+from trainer.util.rllib_members import refuse
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,13 @@ MultiAgentDict = dict[Any, Any]
 AGENT_GROUPS_WRAPPER = "trainer.env.wrappers.group_agents_wrapper:GroupAgentsWrapper"
 
 
+@refuse(
+    "ray.rllib.env.multi_agent_env.MultiAgentEnv",
+    OLD_API_STACK,
+    "RLlib's old-stack BaseEnv; the new stack's EnvRunners step gymnasium and multi-agent "
+    "envs themselves",
+    "to_base_env",
+)
 class MultiAgentEnv(gym.Env):
     """An environment that hosts multiple independent agents (RLlib's base class).
 

@@ -11,7 +11,17 @@ from typing import Any
 
 import gymnasium as gym
 
+from trainer.capabilities import THIRD_PARTY_ENVS
+from trainer.util.rllib_members import refuse
 
+
+@refuse(
+    "ray.rllib.env.vector.vector_multi_agent_env.VectorMultiAgentEnv",
+    THIRD_PARTY_ENVS,
+    "rendering a vectorized multi-agent env as one image; render each sub-env instead "
+    "(the envs of `envs`)",
+    "render",
+)
 class VectorMultiAgentEnv:
     """Base class of vectorized MultiAgentEnvs: `envs`, `num_envs`, `reset()` / `step()` over
     all sub-envs (lists with one entry per sub-env), `close()` once, `unwrapped` itself."""

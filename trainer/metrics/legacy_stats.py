@@ -111,6 +111,20 @@ class Stats:
         self._has_new_values = init_values is not None
 
     # -- adding values -----------------------------------------------------------------------
+    def check_value(self, value: Any) -> None:
+        """Raises ValueError where `value` cannot be logged: with a reduce method, only a
+        number (a scalar array or tensor too) can; with `reduce=None`, anything."""
+        if self.reduce_method is not None and isinstance(value, (list, tuple, deque, dict)):
+            raise ValueError(
+                f"Stats(reduce={self.reduce_method!r}): logged value {value!r} is "
+                "not a number; only reduce=None keeps structured values"
+            )
+        shape = getattr(value, "shape", ())
+        if self.reduce_method is not None and tuple(shape) != ():
+            raise ValueError(
+                f"Value ({value}) is required to be a scalar when using a reduce method!"
+            )
+
     def push(self, value: Any) -> None:
         """Adds one value (a number; any object with `reduce=None`)."""
         value = _plain(value)

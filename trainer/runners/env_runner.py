@@ -38,6 +38,7 @@ import gymnasium as gym
 import numpy as np
 
 from trainer.callbacks import CallbackChain
+from trainer.capabilities import CHECKPOINTABLE, REMOTE_FILESYSTEMS
 from trainer.compat.old_names import old_worker_callbacks
 from trainer.connectors import ConnectorPipelineV2
 from trainer.connectors.connector_v2 import (
@@ -82,7 +83,12 @@ from trainer.env.vectorize import (
     run_in_children,
     vectorize_mode,
 )
-from trainer.errors import EnvDataError, SampleRequestError, StepFailedRecreateEnvError
+from trainer.errors import (
+    EnvDataError,
+    SampleRequestError,
+    StepFailedRecreateEnvError,
+    UnsupportedCall,
+)
 from trainer.metrics import (
     EPISODE_DURATION_SEC_MEAN,
     EPISODE_LEN_MAX,
@@ -105,6 +111,7 @@ from trainer.runners.module_frames import (
 from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.rollout import ColumnRecorder, with_earlier_chunks
 from trainer.runners.rollout_loop import collect_rollout
+from trainer.runners.runner_checkpoint import restore_runner, save_runner
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
 from trainer.runners.sub_env_guard import SubEnvGuard
@@ -116,6 +123,7 @@ from trainer.runners.sub_env_recovery import (
 )
 from trainer.runners.vector_rows import float_leaves, sub_env_infos, unbatch
 from trainer.util import seeding
+from trainer.util.rllib_members import refuse
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.state_checks import (
     StateError,
@@ -206,7 +214,8 @@ def _with_tasks(sub_env: gym.Env) -> _TaskSettable:
 
 
 class RunnerSetup:
-    """What every EnvRunner (single- and multi-agent) sets up first (`_set_up`)."""
+    """What every EnvRunner (single- and multi-agent) sets up first (`_set_up`), and its
+    checkpoint on its own (`save_to_path` / `restore_from_path`)."""
 
     config: Any
     worker_index: int
@@ -236,6 +245,44 @@ class RunnerSetup:
         (a reset before any call, e.g. a restored runner's, gets the config's)."""
         return bool(self.config.explore if self._call_explore is None else self._call_explore)
 
+    def save_to_path(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        state: dict | None = None,
+        filesystem: Any = None,
+        use_msgpack: bool = False,
+    ) -> str:
+        """Writes this runner's state (or `state`) as an EnvRunner checkpoint at `path`
+        (default: a new temporary directory; `trainer.runners.runner_checkpoint`); returns
+        the path. Always msgpack (`use_msgpack` is taken); a local path only."""
+        if filesystem is not None:
+            raise UnsupportedCall(
+                f"{type(self).__name__}.save_to_path(filesystem=...): checkpoints are written "
+                "to local paths here",
+                REMOTE_FILESYSTEMS,
+            )
+        return save_runner(self, path, state=state)
+
+    def restore_from_path(
+        self,
+        path: str | os.PathLike,
+        *,
+        component: str | None = None,
+        filesystem: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Sets this runner's state from an EnvRunner checkpoint (`save_to_path`'s), checked
+        before anything changes. `component`: none is restorable on its own (a runner's
+        state is one component)."""
+        if component is not None or filesystem is not None:
+            raise UnsupportedCall(
+                f"{type(self).__name__}.restore_from_path(component=/filesystem=): a runner's "
+                "checkpoint is restored whole, from a local path",
+                CHECKPOINTABLE,
+            )
+        restore_runner(self, path)
+
     def _sample_call(
         self,
         num_timesteps: int | None,
@@ -245,13 +292,27 @@ class RunnerSetup:
         force_reset: bool,
     ) -> list:
         """One `sample()` call of either runner: the request checked, the call's `explore` set
-        for the pieces while `_sample_by_request` steps the envs, then `on_sample_end`."""
+        for the pieces while `_sample` steps the envs, then `on_sample_end`. As RLlib's
+        `sample()`, it fills in the `rollout_fragment_length` steps per sub-env of
+        `batch_mode="truncate_episodes"` before calling `_sample`."""
         check_sample_request(self, num_timesteps, num_episodes)
         explore = self.config.explore if explore is None else explore
+        if (
+            num_timesteps is None
+            and num_episodes is None
+            and self.config.batch_mode == "truncate_episodes"
+        ):
+            num_timesteps = (
+                self.config.get_rollout_fragment_length(self.worker_index) * self.num_envs
+            )
         self._call_explore = explore
         try:
-            samples = self._sample_by_request(
-                num_timesteps, num_episodes, explore, random_actions, force_reset
+            samples = self._sample(
+                num_timesteps=num_timesteps,
+                num_episodes=num_episodes,
+                explore=explore,
+                random_actions=random_actions,
+                force_reset=force_reset,
             )
         finally:
             self._call_explore = None
@@ -261,17 +322,19 @@ class RunnerSetup:
             )
         return samples
 
-    def _sample_by_request(
+    def _sample(
         self,
-        num_timesteps: int | None,
-        num_episodes: int | None,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
         explore: bool,
-        random_actions: bool,
-        force_reset: bool,
+        random_actions: bool = False,
+        force_reset: bool = False,
     ) -> list:
-        """`sample()`'s episodes, before its `on_sample_end` (see `EnvRunner.sample`): a count
-        of episodes, a count of steps, or by default `rollout_fragment_length` steps per
-        sub-env (`batch_mode="complete_episodes"`: whole episodes)."""
+        """RLlib's hook for the stepping of one `sample()` call, which calls it (once, before
+        `on_sample_end`) and returns what it returns: a count of episodes, a count of steps,
+        or by default `rollout_fragment_length` steps per sub-env
+        (`batch_mode="complete_episodes"`: whole episodes)."""
         if num_episodes is not None:
             return self._sample_episodes(num_episodes, explore, random_actions)
         complete = num_timesteps is None and self.config.batch_mode == "complete_episodes"
@@ -346,6 +409,17 @@ class RunnerSetup:
         return config
 
 
+@refuse(
+    "ray.rllib.env.single_agent_env_runner.SingleAgentEnvRunner",
+    CHECKPOINTABLE,
+    "an EnvRunner's state is a component of the Algorithm's checkpoint (env_runner_<i>), "
+    "written by save_to_path / restore_from_path; RLlib's per-component Checkpointable "
+    "protocol is not implemented",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+    "from_checkpoint",
+)
 class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no abstract API)
     """Collects episodes from `num_envs_per_env_runner` copies of the env.
 

@@ -39,6 +39,7 @@ import cloudpickle
 
 from trainer import named_objects
 from trainer.callbacks import CallbackError
+from trainer.capabilities import OLD_API_STACK, RAY_INTERNALS
 from trainer.compat.old_names import OldEnvRunnerGroupNames
 from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE, SpaceInfo
 from trainer.core.nn import weights_set_later
@@ -60,6 +61,7 @@ from trainer.runners.runner_class import env_runner_class
 from trainer.runners.worker_forkserver import prestart_template
 from trainer.util.import_paths import resolve_import_path
 from trainer.util.pickling import travel_dumps
+from trainer.util.rllib_members import refuse
 
 if TYPE_CHECKING:
     from trainer.algorithms.algorithm_config import AlgorithmConfig
@@ -214,6 +216,25 @@ def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     ).build_module.__module__.startswith("trainer.")
 
 
+@refuse(
+    "ray.rllib.env.env_runner_group.EnvRunnerGroup",
+    OLD_API_STACK,
+    "RLlib's old API stack (Policy objects on RolloutWorkers); the new stack's modules are "
+    "reached with foreach_env_runner(lambda runner: runner.module)",
+    "add_policy",
+    "foreach_policy",
+    "foreach_policy_to_train",
+    "is_policy_to_train",
+)
+@refuse(
+    "ray.rllib.env.env_runner_group.EnvRunnerGroup",
+    RAY_INTERNALS,
+    "it works on Ray actor handles (replacing the group's runners, serving RLlib's state "
+    "server for aggregator actors); the runners here are worker processes the group starts "
+    "itself (add_workers() adds more; sync_env_runner_states() merges and broadcasts states)",
+    "reset",
+    "get_merged_env_runner_state",
+)
 class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
     """The EnvRunners of one algorithm (or of its evaluation). Built by the Algorithm, or by
     hand as RLlib's: `EnvRunnerGroup(config=config)` (a config or config dict; the env comes

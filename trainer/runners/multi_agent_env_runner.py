@@ -51,7 +51,7 @@ from typing import Any, NamedTuple, NoReturn, cast
 import gymnasium as gym
 import numpy as np
 
-from trainer.capabilities import MULTI_AGENT
+from trainer.capabilities import CHECKPOINTABLE, MULTI_AGENT
 from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import (
     ConnectorPipelineV2,
@@ -120,6 +120,7 @@ from trainer.runners.multi_agent_runner_state import (
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.runners.rollout_loop import collect_rollout
 from trainer.runners.runner_state import RUNNER_STATE_KEYS
+from trainer.util.rllib_members import refuse
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.seeding import module_seed
 from trainer.util.state_checks import (
@@ -355,6 +356,24 @@ def _env_rows(batch: np.ndarray) -> list[Any]:
     return list(np.asarray(batch))
 
 
+@refuse(
+    "ray.rllib.env.multi_agent_env_runner.MultiAgentEnvRunner",
+    CHECKPOINTABLE,
+    "an EnvRunner's state is a component of the Algorithm's checkpoint (env_runner_<i>), "
+    "written by save_to_path / restore_from_path; RLlib's per-component Checkpointable "
+    "protocol is not implemented",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+    "from_checkpoint",
+)
+@refuse(
+    "ray.rllib.env.multi_agent_env_runner.MultiAgentEnvRunner",
+    MULTI_AGENT,
+    "the multi-agent runner builds an acting module per policy module when it starts "
+    "(add_module / remove_module change them); there is no rebuild of all of them at once",
+    "make_module",
+)
 class MultiAgentEnvRunner(RunnerSetup):
     """Samples multi-agent episodes (see the module docstring). Built like `EnvRunner`:
     `MultiAgentEnvRunner(config, env_creator, worker_index=..., num_workers=...)`.
@@ -1290,9 +1309,16 @@ class MultiAgentEnvRunner(RunnerSetup):
         weights: dict[Any, dict[str, np.ndarray]],
         global_timestep: int | None = None,
         connector_state: dict | None = None,
+        *,
+        global_vars: dict | None = None,
+        weights_seq_no: int | None = None,
     ) -> None:
         """Sets the weights of the modules in `weights` (`{module_id: weights}`); others keep
-        theirs."""
+        theirs. RLlib's `global_vars` (its "timestep") sets the global timestep too;
+        `weights_seq_no` is RLlib's version stamp of the weights, which no runner here
+        compares (the weights always replace the runner's)."""
+        if global_timestep is None and global_vars is not None:
+            global_timestep = global_vars.get("timestep")
         for module_id, module_weights in weights.items():
             if module_id not in self.module:
                 raise KeyError(

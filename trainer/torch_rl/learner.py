@@ -71,7 +71,7 @@ from trainer.metrics.metrics_logger import MetricsLogger
 from trainer.torch_rl.minibatches import TensorBatches, cyclic_minibatches, num_rows
 from trainer.torch_rl.module_group import TorchModuleGroup
 from trainer.torch_rl.rl_module import TorchRLModule
-from trainer.torch_rl.torch_utils import clip_gradients
+from trainer.torch_rl.torch_utils import clip_gradients, compute_global_norm
 from trainer.util.imports import collector_paused
 from trainer.util.state_checks import (
     StateError,
@@ -725,6 +725,14 @@ class TorchLearner(Learner):
         """RLlib's: every optimizer's state by full name (`get_state()["optimizer"]`)."""
         return {name: self._optimizer_state(entry) for name, entry in self._optimizers.items()}
 
+    def filter_param_dict_for_optimizer(self, param_dict: dict, optimizer: Any) -> dict:
+        """The entries of `param_dict` (by `get_param_ref`) that `optimizer` steps."""
+        return {
+            self.get_param_ref(param): param_dict[self.get_param_ref(param)]
+            for group in optimizer.param_groups
+            for param in group["params"]
+        }
+
     def _set_optimizer_state(self, state: dict[str, Any]) -> None:
         """RLlib's: takes back `_get_optimizer_state()`'s output (checked first)."""
         self._check_optimizers_state(state, "optimizer state")
@@ -792,6 +800,11 @@ class TorchLearner(Learner):
                         "state_dict)"
                     )
                 entry.lr_schedulers.append(scheduler)
+
+    #: The step's loss (the mean over data-parallel learners) and each optimizer's gradient
+    #: norm, as `_uncompiled_update` found them (None / empty: an `_update` override's step).
+    _step_total_loss: float | None = None
+    _step_norms: dict[str, float]
 
     # -- hooks (RLlib's names) -----------------------------------------------------------------
     def build(self) -> None:  # noqa: B027 - a hook; nothing to add here
@@ -929,30 +942,30 @@ class TorchLearner(Learner):
         names = [name for entry in self._optimizers.values() for name in entry.param_names]
         return sum(self._params_by_name[name].numel() for name in names) + len(names) + 1
 
-    def postprocess_gradients(self, gradients: ParamDict) -> ParamDict:
+    def postprocess_gradients(self, gradients_dict: ParamDict) -> ParamDict:
         """RLlib's: each module's gradients (those of its registered optimizers) through
-        `postprocess_gradients_for_module`, with the module's config; returns `gradients`
+        `postprocess_gradients_for_module`, with the module's config; returns `gradients_dict`
         updated (clipped tensors, by parameter name)."""
         module_ids = list(dict.fromkeys(entry.module_id for entry in self._optimizers.values()))
         for module_id in module_ids:
             own = {
-                name: gradients[name]
+                name: gradients_dict[name]
                 for entry in self._optimizers.values()
                 if entry.module_id == module_id
                 for name in entry.param_names
-                if name in gradients
+                if name in gradients_dict
             }
             config = (
                 self.config
                 if module_id in (self.module_id, ALL_MODULES)
                 else self.config_for_module(module_id)
             )
-            gradients.update(
+            gradients_dict.update(
                 self.postprocess_gradients_for_module(
                     module_id=module_id, config=config, module_gradients_dict=own
                 )
             )
-        return gradients
+        return gradients_dict
 
     def postprocess_gradients_for_module(
         self,
@@ -972,13 +985,27 @@ class TorchLearner(Learner):
                 for name in entry.param_names
                 if name in module_gradients_dict
             }
-            clip_gradients(own, grad_clip=config.grad_clip, grad_clip_by=config.grad_clip_by)
+            clip = self._get_clip_function()
+            clip(own, grad_clip=config.grad_clip, grad_clip_by=config.grad_clip_by)
             module_gradients_dict.update(own)
         return module_gradients_dict
 
-    def apply_gradients(self, gradients: ParamDict) -> None:
+    @staticmethod
+    def _get_clip_function() -> Callable[..., Any]:
+        """RLlib's hook for the gradient clipping `postprocess_gradients_for_module` applies:
+        `trainer.torch_rl.torch_utils.clip_gradients` (in place, by `grad_clip` /
+        `grad_clip_by`)."""
+        return clip_gradients
+
+    @staticmethod
+    def _get_global_norm_function() -> Callable[..., Any]:
+        """RLlib's: the global norm of a list of gradient tensors
+        (`trainer.torch_rl.torch_utils.compute_global_norm`)."""
+        return compute_global_norm
+
+    def apply_gradients(self, gradients_dict: ParamDict) -> None:
         """Sets the parameters' gradients and steps every optimizer (registration order)."""
-        for name, grad in gradients.items():
+        for name, grad in gradients_dict.items():
             self._params_by_name[name].grad = grad
         for entry in self._optimizers.values():
             entry.optimizer.step()
@@ -1084,7 +1111,7 @@ class TorchLearner(Learner):
             if loss is not None:
                 results[module_id][self.TOTAL_LOSS_KEY] = loss
             for name, optimizer in self.get_optimizers_for_module(module_id):
-                results[module_id][f"{name}_{LR_KEY}"] = float(optimizer.param_groups[0]["lr"])
+                results[module_id][f"{name}_{LR_KEY}"] = self._get_optimizer_lr(optimizer)
         module_steps = sum(int(sum(module_sizes)) for module_sizes in sizes.values())
         totals.update(
             {
@@ -1248,12 +1275,41 @@ class TorchLearner(Learner):
     def _update_from_batch(self, batch: dict[str, Any]) -> dict[str, float]:
         tensors = to_train_tensors(batch, self.device)
         self.loss_stats = {}
-        fwd_out = self.rl_module.forward_train(tensors)
-        loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=tensors)
+        self._step_total_loss = None
+        self._step_norms = {}
+        _, loss_per_module, _ = self._update(tensors)
         self._last_loss_per_module = {
             module_id: _to_float(loss) for module_id, loss in loss_per_module.items()
         }
-        total_loss = float(sum(self._last_loss_per_module.values()))
+        total_loss = (
+            float(sum(self._last_loss_per_module.values()))
+            if self._step_total_loss is None
+            else self._step_total_loss
+        )
+        stats = {key: _to_float(value) for key, value in self.loss_stats.items()}
+        stats["total_loss"] = total_loss
+        for name, norm in self._step_norms.items():
+            stats[f"gradients_{name}_global_norm"] = norm
+        for module_id, learner in self.learner_only_learners.items():
+            self.learner_only_results[module_id] = learner.step(batch)
+        return stats
+
+    def _update(self, batch: dict[str, Any], **kwargs: Any) -> tuple[Any, Any, Any]:
+        """RLlib's hook for one gradient step on a minibatch (tensors by column), called once
+        per minibatch by `update`: `_uncompiled_update` (torch.compile is not used here).
+        Returns RLlib's `(fwd_out, loss_per_module, metrics)`."""
+        return self._uncompiled_update(batch, **kwargs)
+
+    def _uncompiled_update(self, batch: dict[str, Any], **kwargs: Any) -> tuple[Any, Any, Any]:
+        """One gradient step (RLlib's): `forward_train`, `compute_losses`,
+        `compute_gradients`, then (with data-parallel learners) the mean over the learners,
+        a refusal of a NaN or infinite loss or gradient before it reaches the weights,
+        `postprocess_gradients` and `apply_gradients`."""
+        self._step_total_loss = None
+        self._step_norms = {}
+        fwd_out = self.rl_module.forward_train(batch)
+        loss_per_module = self.compute_losses(fwd_out=fwd_out, batch=batch)
+        total_loss = float(sum(_to_float(loss) for loss in loss_per_module.values()))
         gradients = self.compute_gradients(loss_per_module)
         if self.gradient_allreduce is not None:  # the mean over the data-parallel learners
             gradients, total_loss = self._mean_over_learners(gradients, total_loss)
@@ -1271,13 +1327,20 @@ class TorchLearner(Learner):
         )
         check_finite_update(total_loss, all_norm, self.algorithm_name)
         self.apply_gradients(self.postprocess_gradients(gradients))
-        stats = {key: _to_float(value) for key, value in self.loss_stats.items()}
-        stats["total_loss"] = total_loss
-        for name, norm in norms.items():
-            stats[f"gradients_{name}_global_norm"] = norm
-        for module_id, learner in self.learner_only_learners.items():
-            self.learner_only_results[module_id] = learner.step(batch)
-        return stats
+        self._step_total_loss, self._step_norms = total_loss, norms
+        return fwd_out, loss_per_module, {}
+
+    @staticmethod
+    def _get_optimizer_lr(optimizer: torch.optim.Optimizer) -> float:
+        """RLlib's hook for an optimizer's current rate (its first parameter group's), read
+        wherever an update reports rates (`<optimizer name>_learning_rate`, `curr_lr`)."""
+        return float(optimizer.param_groups[0]["lr"])
+
+    @staticmethod
+    def _set_optimizer_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+        """RLlib's hook to set an optimizer's rate (every parameter group's)."""
+        for group in optimizer.param_groups:
+            group["lr"] = lr
 
     def step(self, batch: dict[str, Any]) -> dict[str, Any]:
         """One gradient step on `batch`: its loss statistics, what the loss logged to
@@ -1336,8 +1399,13 @@ class TorchLearner(Learner):
                 results[key] = value
         for entry in self._optimizers.values():
             if entry.name != DEFAULT_OPTIMIZER:
-                results[f"{entry.name}_{LR_KEY}"] = entry.lr[0]
+                results[f"{entry.name}_{LR_KEY}"] = self._entry_lr(entry)
         return results
+
+    def _entry_lr(self, entry: RegisteredOptimizer) -> float:
+        """An optimizer's rate: `_get_optimizer_lr` of a built one (one not built yet has no
+        torch optimizer to read: its set rate)."""
+        return self._get_optimizer_lr(entry.optimizer) if entry.built else entry.lr[0]
 
     def get_weights(self) -> Any:
         """The weights the EnvRunners sample with; of a whole MultiRLModule, each module's
@@ -1368,8 +1436,8 @@ class TorchLearner(Learner):
 
     @property
     def current_lr(self) -> float:
-        """The default optimizer's rate (its first parameter group's)."""
-        return self._default_entry().lr[0]
+        """The default optimizer's rate (`_get_optimizer_lr`: its first parameter group's)."""
+        return self._entry_lr(self._default_entry())
 
     @property
     def device(self) -> torch.device:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.capabilities import LEARNER_CONNECTORS, RAY_INTERNALS
+from trainer.capabilities import CHECKPOINTABLE, LEARNER_CONNECTORS, RAY_INTERNALS
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.errors import UnsupportedCall, UnsupportedSetting
@@ -47,6 +47,7 @@ from trainer.torch_rl.learner import (
     tensor_batches,
 )
 from trainer.torch_rl.minibatches import TensorBatches, cyclic_minibatches
+from trainer.util.rllib_members import refuse
 
 logger = logging.getLogger("trainer")
 
@@ -62,6 +63,13 @@ __all__ = [
 ]
 
 
+@refuse(
+    "ray.rllib.core.learner.training_data.TrainingData",
+    RAY_INTERNALS,
+    "sharding training data over Ray learner actors and data iterators; the learners here "
+    "train in one process on the whole batch",
+    "shard",
+)
 @dataclasses.dataclass
 class TrainingData:
     """RLlib's `TrainingData`: what a learner's `update` trains on. Here a `batch` (a
@@ -131,6 +139,13 @@ def functional_forward(module: MultiRLModule, params: NamedParams, batch: dict) 
     }
 
 
+@refuse(
+    "ray.rllib.core.learner.differentiable_learner_config.DifferentiableLearnerConfig",
+    LEARNER_CONNECTORS,
+    "a differentiable learner here trains on the batch the meta learner gives it, with no "
+    "learner connector of its own",
+    "build_learner_connector",
+)
 @dataclasses.dataclass
 class DifferentiableLearnerConfig:
     """RLlib's `DifferentiableLearnerConfig`: a differentiable learner's class and its update
@@ -149,6 +164,11 @@ class DifferentiableLearnerConfig:
     num_epochs: int = 1
     minibatch_size: int | None = None
     shuffle_batch_per_epoch: bool = False
+
+    def update_from_kwargs(self, **kwargs: Any) -> None:
+        """Sets each keyword as the attribute of its name (RLlib's)."""
+        for key, value in kwargs.items():
+            setattr(self, key, value)
 
     def __post_init__(self) -> None:
         if not (
@@ -173,6 +193,21 @@ class DifferentiableLearnerConfig:
             )
 
 
+@refuse(
+    "ray.rllib.core.learner.differentiable_learner.DifferentiableLearner",
+    CHECKPOINTABLE,
+    "a differentiable learner's parameters are the meta learner's module's (functional "
+    "copies made for each update), which the meta learner's checkpoint holds; it has no "
+    "state of its own to save",
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_state",
+    "set_state",
+    "from_checkpoint",
+    "restore_from_path",
+    "save_to_path",
+    "get_metadata",
+)
 class DifferentiableLearner:
     """RLlib's `DifferentiableLearner`: updates a module's parameters functionally (see the
     module docstring); `TorchDifferentiableLearner` is the one framework here."""
@@ -483,11 +518,12 @@ class TorchMetaLearner(TorchLearner):
             _, loss_per_module, _ = self._update(dict(minibatch), params, others_loss_per_module)
         return loss_per_module
 
-    def _update(
+    def _update(  # type: ignore[override]  # RLlib's TorchMetaLearner's own signature
         self, batch: dict, params: NamedParams, others_loss_per_module: list | None = None
     ) -> tuple[dict, dict, dict]:
         """One meta step: the module run on the differentiable learners' parameters, this
-        learner's losses, backward to the module's own parameters, clipped, stepped."""
+        learner's losses, backward to the module's own parameters, clipped, stepped (its own
+        `update` calls it; `update_from_batch` is not the meta learner's path)."""
         fwd_out = functional_forward(self.module, params, batch)
         loss_per_module = self.compute_losses(
             fwd_out=fwd_out, batch=batch, others_loss_per_module=others_loss_per_module

@@ -247,9 +247,13 @@ class ConfigBase:
         return {**cls._BASE_SETTINGS, **cls._ALGO_SETTINGS}
 
     #: Settings read through a property that answers more than the value given (RLlib's
-    #: `learner_class`: the given class, else the algorithm's default): setting -> the
-    #: attribute that keeps the value given, which `to_dict()` and the checks read.
-    _GIVEN_VALUE_ATTRIBUTES: ClassVar[dict[str, str]] = {"learner_class": "_learner_class"}
+    #: `learner_class`: the given class, else the algorithm's default; `is_atari`: the given
+    #: flag, else what the env's id says): setting -> the attribute that keeps the value
+    #: given, which `to_dict()` and the checks read.
+    _GIVEN_VALUE_ATTRIBUTES: ClassVar[dict[str, str]] = {
+        "learner_class": "_learner_class",
+        "is_atari": "_is_atari",
+    }
 
     def _given_value(self, name: str) -> Any:
         """The value of setting `name` as given (its default when none was): what the

@@ -8,13 +8,6 @@ from trainer.algorithms.registry import API, BEHAVIOUR, Difference
 #: CQL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference(
-        "CQL.get_default_policy_class",
-        "missing",
-        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
-        "new stack only",
-        API,
-    ),
-    Difference(
         "CQLConfig.bc_iters",
         "counts training iterations (train() calls): the first bc_iters clone the recorded "
         "actions, then the policy follows the critics",

@@ -23,14 +23,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         API,
     ),
     Difference(
-        "DQN.get_default_policy_class",
-        "missing",
-        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
-        "new stack only; get the module with algo.get_module() or act with "
-        "compute_single_action()",
-        API,
-    ),
-    Difference(
         "DQN.training_step (multi-agent)",
         "replays and trains only the modules in policies_to_train "
         "(tests/test_multi_agent_dqn.py::test_a_policy_left_out_of_policies_to_train_keeps_its_weights)",

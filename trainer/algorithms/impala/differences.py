@@ -34,13 +34,6 @@ def async_differences(name: str) -> tuple[Difference, ...]:
     """The asynchronous algorithms' shared rows, `name` being "IMPALA" or "APPO"."""
     return (
         Difference(
-            f"{name}.get_default_policy_class",
-            "missing",
-            "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is "
-            "RLlib's new stack only",
-            API,
-        ),
-        Difference(
             f"{name} train batches",
             "whole episode chunks, each bootstrapping V-trace from its own last observation, "
             "train_batch_size_per_learner env steps or more per batch",

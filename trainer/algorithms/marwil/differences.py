@@ -3,17 +3,10 @@ what they do here not as RLlib 2.60's do, and why."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import API, BEHAVIOUR, UNIT_TEST, Difference
+from trainer.algorithms.registry import BEHAVIOUR, UNIT_TEST, Difference
 
 #: MARWIL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference(
-        "MARWIL.get_default_policy_class",
-        "missing",
-        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
-        "new stack only",
-        API,
-    ),
     Difference(
         "MARWIL value targets",
         "r + gamma * V(s') with the module's current weights at each update",

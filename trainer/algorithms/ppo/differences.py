@@ -16,14 +16,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         API,
     ),
     Difference(
-        "PPO.get_default_policy_class",
-        "missing",
-        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
-        "new stack only; get the module with algo.get_module() or act with "
-        "compute_single_action()",
-        API,
-    ),
-    Difference(
         "tests/rllib/test_ppo_torch.py::all cases",
         ".framework('torch') added to the config",
         "this file is RLlib's test_ppo.py run on the torch framework; the default framework "

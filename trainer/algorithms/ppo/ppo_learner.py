@@ -320,7 +320,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         give each its `num_total_minibatches` (`shuffled_minibatches`) and the generator its
         minibatches are drawn from (else this learner's own, `rng`)."""
         with self.update_threads() as paced:
-            return self._update(
+            return self._update_on_episodes(
                 episodes,
                 num_env_steps_sampled_lifetime,
                 paced,
@@ -328,7 +328,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
                 minibatch_rng or self.rng,
             )
 
-    def _update(
+    def _update_on_episodes(
         self,
         episodes: list[SingleAgentEpisode],
         num_env_steps_sampled_lifetime: int | None,

@@ -371,14 +371,14 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
             )
         self.sync_torch_optimizer()
         with self.update_threads():
-            return self._update(
+            return self._update_on_episodes(
                 episodes,
                 num_env_steps_sampled_lifetime,
                 num_total_minibatches,
                 minibatch_rng or self.rng,
             )
 
-    def _update(
+    def _update_on_episodes(
         self,
         episodes: list[SingleAgentEpisode],
         num_env_steps_sampled_lifetime: int | None,

@@ -16,13 +16,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         API,
     ),
     Difference(
-        "SAC.get_default_policy_class",
-        "missing",
-        "RLlib's old API stack (Policy, RolloutWorker, SampleBatch); this trainer is RLlib's "
-        "new stack only",
-        API,
-    ),
-    Difference(
         "SACConfig.training(lr=...)",
         "a value other than None is refused at the call",
         "RLlib refuses it in validate(); SAC trains with actor_lr, critic_lr and alpha_lr",

@@ -17,10 +17,12 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from trainer.capabilities import CHECKPOINTABLE
 from trainer.compat.rllib_utils import Columns
 from trainer.core.multi_rl_module import MultiRLModule
 from trainer.torch_rl.distributions import TorchCategorical
 from trainer.torch_rl.rl_module import TorchRLModule
+from trainer.util.rllib_members import refuse
 
 
 class DiscreteBCTorchModule(TorchRLModule):
@@ -96,6 +98,14 @@ class BCTorchRLModuleWithSharedGlobalEncoder(TorchRLModule):
         return {Columns.ACTION_DIST_INPUTS: self.policy_head(policy_in)}
 
 
+@refuse(
+    "ray.rllib.core.testing.torch.bc_module.BCTorchMultiAgentModuleWithSharedEncoder",
+    CHECKPOINTABLE,
+    "the old whole-module pickling of RLlib's testing module; module checkpoints here are "
+    "save_to_path / restore_from_path (get_state / set_state for the weights)",
+    "serialize",
+    "deserialize",
+)
 class BCTorchMultiAgentModuleWithSharedEncoder(MultiRLModule):
     """Builds one encoder ("global" observation -> `fcnet_hiddens[0]` features, from the first
     spec) and every module of `rl_module_specs` (`BCTorchRLModuleWithSharedGlobalEncoder`s, Dict

@@ -7,6 +7,9 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from trainer.capabilities import OLD_API_STACK
+from trainer.util.rllib_members import refuse
+
 
 class MockEnv(gym.Env):
     """Observation 0, reward 1.0, `episode_length` steps (the last one terminated and truncated,
@@ -81,6 +84,16 @@ class MockEnv3(gym.Env):
         return self.i, self.i, done, done, {"timestep": self.i}
 
 
+@refuse(
+    "ray.rllib.env.vector_env.VectorEnv",
+    OLD_API_STACK,
+    "RLlib's old-stack VectorEnv API; the new stack's EnvRunners vectorize gymnasium envs "
+    "themselves",
+    "restart_at",
+    "to_base_env",
+    "try_render_at",
+    "vectorize_gym_envs",
+)
 class _OldVectorEnv:
     """The attributes of RLlib's older `VectorEnv` interface these mocks share."""
 

@@ -8,12 +8,20 @@ from typing import Any
 
 import numpy as np
 
+from trainer.capabilities import THIRD_PARTY_ENVS
 from trainer.examples.envs.classes.multi_agent._pettingzoo_board_game import (
     PettingZooBoardGame,
     import_pettingzoo_game,
 )
+from trainer.util.rllib_members import refuse
 
 
+@refuse(
+    "ray.rllib.examples.envs.classes.multi_agent.pettingzoo_chess.MultiAgentChess",
+    THIRD_PARTY_ENVS,
+    "PettingZoo's removed env.seed(); seed the game with reset(seed=...)",
+    "seed",
+)
 class MultiAgentChess(PettingZooBoardGame):
     """Two players play chess in turns. `config["random_start"]` (default 4): that many random
     legal moves (drawn with `np.random`) are played after each reset. `env`: a PettingZoo AEC
