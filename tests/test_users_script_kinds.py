@@ -108,3 +108,42 @@ def test_lambda_default_dict_makes_the_missing_value_from_its_key(hook):
     assert made["a"] == 1 and made["b"] == "policy_b" and dict(made) == {"a": 1, "b": "policy_b"}
     with pytest.raises(TypeError, match="must be a callable"):
         LambdaDefaultDict(3)
+
+
+def test_one_module_spec_is_every_policys_template_with_its_own_model_config_keys():
+    """`rl_module(rl_module_spec=RLModuleSpec(module_class=..., model_config={own keys}))`
+    with `multi_agent(policies={"shared"})`: as in RLlib, the one spec is each policy's, and
+    its module gets the spec's own keys (a user's Connect Four CNN read None for them)."""
+    pytest.importorskip("torch")
+    from trainer import PPOConfig
+    from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
+    from trainer.core.rl_module import RLModuleSpec
+    from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    class OwnKeys(DefaultPPOTorchRLModule):
+        def setup(self):
+            width = self.model_config["hidden_width"]  # the user's own key
+            self.model_config = {
+                **{k: v for k, v in self.model_config.items() if k != "hidden_width"},
+                "fcnet_hiddens": [width],
+            }
+            super().setup()
+
+    config = (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .framework("torch")
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .rl_module(
+            rl_module_spec=RLModuleSpec(module_class=OwnKeys, model_config={"hidden_width": 9})
+        )
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda agent_id, *a, **kw: "shared")
+    )
+    algo = config.build()
+    try:
+        algo.train()
+        sizes = [tuple(p.shape) for p in algo.get_module("shared").parameters()]
+        assert (9, 4) in sizes, sizes
+    finally:
+        algo.stop()

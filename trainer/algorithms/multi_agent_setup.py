@@ -22,7 +22,12 @@ from trainer.algorithms.config.base import ConfigBase
 from trainer.capabilities import MULTI_AGENT
 from trainer.compat.rllib_utils import DEFAULT_POLICY_ID
 from trainer.core.catalog import check_catalog_class
-from trainer.core.models import INPUT_ENV_SPACES, FlatParameterModule, check_model_config
+from trainer.core.models import (
+    INPUT_ENV_SPACES,
+    MODEL_DEFAULTS,
+    FlatParameterModule,
+    check_model_config,
+)
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.policy_spec import PolicySpec
 from trainer.core.rl_module import RLModule, RLModuleSpec, validate_module_id
@@ -412,7 +417,14 @@ class MultiAgentSetup:
             )
             single.inference_only = inference_only
             if current is not None and single_agent_rl_module_spec is None:
-                single.model_config = None  # folded into the config's model config
+                # The default models' keys are folded into the config's model config; a user's
+                # module's own keys (which the config's leaves out) stay on the spec.
+                own = {
+                    key: value
+                    for key, value in single._get_model_config().items()
+                    if key not in MODEL_DEFAULTS
+                }
+                single.model_config = own or None
             multi_spec = MultiRLModuleSpec(
                 rl_module_specs={pid: copy.deepcopy(single) for pid in policies}
             )

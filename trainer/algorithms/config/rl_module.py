@@ -171,7 +171,7 @@ class RLModuleSection(ConfigBase):
         # A module class this project cannot run is refused by validate(), as RLlib takes any
         # class here (`_refuse_unrunnable_module_spec`).
         spec_model = spec.model_config or {}
-        if not is_torch_module_class(spec.module_class):  # a user's module reads its own keys
+        if spec.module_class is None:  # the default module; a user's reads its own keys
             try:
                 check_model_config(spec_model, setting=f"{name}.model_config")
             except ValueError as error:
@@ -338,10 +338,8 @@ class RLModuleSection(ConfigBase):
         # An RLModuleSpec's model_config wins over the config's, whichever came first (RLlib
         # merges the two when it builds the module).
         given_by_spec = self.__dict__.get("_spec_model") or {}
-        if is_torch_module_class(
-            getattr(self.__dict__.get("_rl_module_spec"), "module_class", None)
-        ):
-            # A user's module reads its own keys too (they reach it in _build_torch_module).
+        if getattr(self.__dict__.get("_rl_module_spec"), "module_class", None) is not None:
+            # A user's module reads its own keys too (they stay on its spec).
             given_by_spec = {k: v for k, v in given_by_spec.items() if k in MODEL_DEFAULTS}
         spec_model = check_model_config(given_by_spec) if given_by_spec else {}
         from_spec = {key: spec_model[key] for key in given_by_spec if key in MODEL_DEFAULTS}
