@@ -474,6 +474,11 @@ def run_header(timeout_s: float, jobs: int, commit: str, started: str, load: flo
 
 #: Where `bench/rllib_tests.py`'s section of the page begins (its `PAGE_MARKERS[0]`).
 UNIT_TESTS_SECTION = "<!-- rllib unit tests: begin -->"
+#: The other benches' sections of the page, kept as they wrote them when this one rewrites it.
+KEPT_SECTIONS = (
+    (UNIT_TESTS_SECTION, "<!-- rllib unit tests: end -->"),
+    ("<!-- user scripts: begin -->", "<!-- user scripts: end -->"),
+)
 
 
 def page_header() -> list[str]:
@@ -534,11 +539,12 @@ def write_page(runs: list[Run], header: list[str], started: str, merged: str | N
             f"| `{run.example}` | {_cell(run.ci_name)}{tags} | `{_cell(args)}` | "
             f"{run.result} | {_cell(run.detail)} | {run.seconds:.1f} |"
         )
-    # The unit-test bench's section (bench/rllib_tests.py) stays as that bench wrote it.
-    begin, end = "<!-- rllib unit tests: begin -->", "<!-- rllib unit tests: end -->"
+    # The unit-test bench's and the users' scripts bench's sections (bench/rllib_tests.py,
+    # bench/user_scripts.py) stay as those benches wrote them.
     old = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
-    if begin in old and end in old:
-        lines += ["", old[old.index(begin) : old.index(end) + len(end)]]
+    for begin, end in KEPT_SECTIONS:
+        if begin in old and end in old:
+            lines += ["", old[old.index(begin) : old.index(end) + len(end)]]
     PAGE.parent.mkdir(parents=True, exist_ok=True)
     PAGE.write_text("\n".join(lines) + "\n", encoding="utf-8")
     write_readme_summary(runs, started)
