@@ -87,6 +87,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.rllib_examples import (  # noqa: E402
     PAGE,
+    README,
     _last_error_line,
     git_commit,
     ray_version,
@@ -566,6 +567,26 @@ def write_section(manifest: dict, results: dict) -> None:
     else:
         page = page.rstrip("\n") + "\n\n" + block + "\n"
     PAGE.write_text(page, encoding="utf-8")
+    write_readme_line(manifest, results)
+
+
+#: The README's line this bench writes (between these markers).
+README_MARKERS = ("<!-- user scripts: begin -->\n", "\n<!-- user scripts: end -->")
+
+
+def write_readme_line(manifest: dict, results: dict) -> None:
+    """The README's one-line summary, beside RLlib's own examples and unit tests."""
+    readme = README.read_text(encoding="utf-8")
+    begin, end = README_MARKERS
+    if begin not in readme or end not in readme:
+        return
+    start, stop = readme.index(begin) + len(begin), readme.index(end)
+    line = (
+        "Public users' RLlib scripts this project's tests never saw, unmodified through the "
+        f"launcher beside RLlib 2.60: **{summary(manifest, results)}** "
+        "([the table](docs/rllib_compatibility.md#public-users-rllib-scripts-run-unmodified))."
+    )
+    README.write_text(readme[:start] + line + readme[stop:], encoding="utf-8")
 
 
 def select(manifest: dict, only: list[str] | None) -> list[dict]:
