@@ -147,3 +147,67 @@ def test_one_module_spec_is_every_policys_template_with_its_own_model_config_key
         assert (9, 4) in sizes, sizes
     finally:
         algo.stop()
+
+
+def test_a_users_ppo_learner_written_against_rllibs_members_trains(hook):
+    """A user's PPO learner as RLlib's users write it (a public league self-play project's):
+    its own `build` sets `entropy_coeff_schedulers_per_module` to a `LambdaDefaultDict` of
+    `Scheduler(..., framework=self.framework, device=self._device)`; its loss reads
+    `self.module[module_id].unwrapped()`, `batch[Postprocessing.ADVANTAGES]` and its own
+    schedulers, which the learner steps after each update."""
+    pytest.importorskip("torch")
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from ray.rllib.core.learner.learner import Learner
+    from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+    from ray.rllib.evaluation.postprocessing import Postprocessing
+    from ray.rllib.utils.annotations import override
+    from ray.rllib.utils.lambda_defaultdict import LambdaDefaultDict
+    from ray.rllib.utils.schedules.scheduler import Scheduler
+
+    class OwnBuildLearner(PPOTorchLearner):
+        @override(Learner)
+        def build(self) -> None:
+            TorchLearner.build(self)
+            self.entropy_coeff_schedulers_per_module = LambdaDefaultDict(
+                lambda module_id: Scheduler(
+                    fixed_value_or_schedule=[[0, 0.5], [10_000, 0.0]],
+                    framework=self.framework,
+                    device=self._device,
+                )
+            )
+            self.seen = []
+
+        @override(TorchLearner)
+        def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+            module = self.module[module_id].unwrapped()
+            assert batch[Postprocessing.ADVANTAGES].shape[0] == len(fwd_out["action_dist_inputs"])
+            assert hasattr(module, "encoder")
+            coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+            self.seen.append(float(coeff))
+            return super().compute_loss_for_module(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .framework("torch")
+        .env_runners(num_env_runners=0)
+        .training(
+            learner_class=OwnBuildLearner, train_batch_size=200, minibatch_size=100, num_epochs=1
+        )
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .build()
+    )
+    try:
+        assert algo.learner_group.foreach_learner(lambda learner: learner.framework) == ["torch"]
+        algo.train()
+        algo.train()
+        seen = algo.learner_group.foreach_learner(lambda learner: learner.seen)[0]
+        # Two updates of two minibatches: the schedule stepped after the first update (at the
+        # env steps sampled by then), as RLlib's PPOLearner steps its schedulers.
+        assert seen[0] == seen[1] == 0.5 and 0.0 < seen[2] < 0.5, seen
+        assert algo.get_module().encoder is not None  # the module's own parts, as in RLlib
+    finally:
+        algo.stop()

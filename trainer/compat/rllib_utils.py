@@ -112,6 +112,29 @@ class LambdaDefaultDict(defaultdict):
         return value
 
 
+# -- ray.rllib.evaluation.postprocessing (the names the new stack's learners use) -------------
+class Postprocessing:
+    """RLlib's column names of the advantages and value targets (RLlib's PPO learners read
+    `batch[Postprocessing.ADVANTAGES]`)."""
+
+    ADVANTAGES = "advantages"
+    VALUE_TARGETS = "value_targets"
+
+
+def discount_cumsum(x: Any, gamma: float) -> Any:
+    """RLlib's discounted cumulative sums along the first axis: `y[t] = x[t] + gamma *
+    y[t+1]` (`[1, 2, 3]`, gamma 0.9: `[5.23, 4.7, 3.0]`)."""
+    import numpy as np
+
+    values = np.asarray(x, dtype=np.float64 if np.asarray(x).dtype.kind != "f" else None)
+    out = np.empty_like(values)
+    running = np.zeros_like(values[0]) if len(values) else values
+    for t in range(len(values) - 1, -1, -1):
+        running = values[t] + gamma * running
+        out[t] = running
+    return out
+
+
 # -- ray._common.deprecation (RLlib's annotations re-export `Deprecated`) ----------------------
 #: RLlib's marker for a setting that should not be given any more (`AlgorithmConfig` keys).
 DEPRECATED_VALUE = -1

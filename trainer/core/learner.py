@@ -208,11 +208,20 @@ class Learner(ABC):
         `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
         gradient is not finite."""
 
+    #: RLlib's name of the learner's framework ("torch" on the torch learners).
+    framework: str | None = "numpy"
+
     @property
     def device(self) -> Any:
         """Where the learner computes: "cpu" for the numpy learners (a torch learner's is its
         module's torch device)."""
         return "cpu"
+
+    @property
+    def _device(self) -> Any:
+        """RLlib's attribute name of `device`, which users' learners read
+        (`Scheduler(..., device=self._device)`)."""
+        return self.device
 
     @property
     def distributed(self) -> bool:

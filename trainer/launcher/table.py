@@ -270,6 +270,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.env.tcp_client_inference_env_runner": ("trainer.runners.external_server",),
     "ray.rllib.utils": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.lambda_defaultdict": ("trainer.compat.rllib_utils",),
+    # The old stack's module, whose column names and discounted sums the new stack uses too.
+    "ray.rllib.evaluation.postprocessing": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.annotations": ("trainer.compat.rllib_utils",),
     "ray.rllib.utils.error": ("trainer.errors",),
     "ray.rllib.utils.exploration": ("trainer.core.exploration",),
@@ -516,6 +518,10 @@ UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     # Of the old stack's model modules only MODEL_DEFAULTS and get_filter_config are served.
     "ray.rllib.models.catalog": {"*": Unavailable(OLD_API_STACK, _MODEL)},
     "ray.rllib.models.utils": {"*": Unavailable(OLD_API_STACK, _MODEL_CONFIGS_INSTEAD)},
+    # Of the old stack's postprocessing only its column names and discounted sums are served.
+    "ray.rllib.evaluation.postprocessing": {
+        "*": Unavailable(OLD_API_STACK, "the learners' own advantages (GAE) of the new stack")
+    },
     # The learners make their batches from the episodes (RLlib's default learner pieces).
     "ray.rllib.connectors.learner": {
         "*": Unavailable(LEARNER_CONNECTORS, "PPO's and DQN's built-in learner steps")

@@ -425,6 +425,7 @@ class TorchLearner(Learner):
 
     #: The algorithm's name in error messages (NonFiniteUpdateError).
     algorithm_name = "Torch"
+    framework = "torch"
 
     def __init__(
         self,

@@ -171,6 +171,18 @@ class TorchModuleView:
         #: The numpy forward pass of a default module (None: the module's own, in torch).
         self._numpy: NumpyInference | None = numpy_inference(rl_module)
 
+    def __getattr__(self, name: str) -> Any:
+        """What the view does not define is the torch module's own (a user's module's parts and
+        methods: `algo.get_module().encoder`), as RLlib's `get_module()` gives the module."""
+        if name.startswith("__") or "rl_module" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["rl_module"], name)
+
+    def __getitem__(self, module_id: Any) -> TorchRLModule:
+        """`learner.module[module_id]` (RLlib's learners hold a MultiRLModule): the torch
+        module itself, this view's one module."""
+        return self.rl_module
+
     @property
     def observation_space(self) -> Any:
         return self.rl_module.observation_space

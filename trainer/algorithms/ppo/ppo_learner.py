@@ -21,7 +21,7 @@ from trainer.algorithms.ppo.loss import (
     numpy_loss,
     numpy_loss_gradients,
 )
-from trainer.compat.rllib_utils import Columns
+from trainer.compat.rllib_utils import DEFAULT_MODULE_ID, Columns
 from trainer.core.blas import AdaptiveBlasThreads
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER_LR_KEY,
@@ -219,19 +219,31 @@ class PPOLearnerState:
         self.entropy_coeff_scheduler = Scheduler(config.entropy_coeff, setting="entropy_coeff")
 
     @property
-    def entropy_coeff_schedulers_per_module(self) -> _EveryModule:
+    def entropy_coeff_schedulers_per_module(self) -> Any:
         """RLlib's: the entropy coefficient's `Scheduler` by module id
-        (`.get_current_value()`)."""
-        return _EveryModule(self.entropy_coeff_scheduler)
+        (`.get_current_value()`). A user's learner may set its own mapping (RLlib's
+        `PPOLearner.build` makes a `LambdaDefaultDict` of them): the losses and the step after
+        each update then read and step that one."""
+        given = self.__dict__.get("_entropy_coeff_schedulers")
+        return given if given is not None else _EveryModule(self.entropy_coeff_scheduler)
+
+    @entropy_coeff_schedulers_per_module.setter
+    def entropy_coeff_schedulers_per_module(self, schedulers: Any) -> None:
+        self.__dict__["_entropy_coeff_schedulers"] = schedulers
+
+    def _entropy_scheduler(self) -> Any:
+        """The scheduler this learner's module's coefficient comes from."""
+        module_id = getattr(self, "module_id", DEFAULT_MODULE_ID)
+        return self.entropy_coeff_schedulers_per_module[module_id]
 
     @property
     def entropy_coeff(self) -> float:
         """The entropy coefficient the next loss uses."""
-        return float(self.entropy_coeff_scheduler.get_current_value())
+        return float(self._entropy_scheduler().get_current_value())
 
     def update_entropy_coeff(self, num_env_steps_sampled_lifetime: int) -> float:
         """RLlib's step of the scheduler after an update's gradient steps."""
-        return float(self.entropy_coeff_scheduler.update(num_env_steps_sampled_lifetime))
+        return float(self._entropy_scheduler().update(num_env_steps_sampled_lifetime))
 
     def get_extra_state(self) -> dict:
         return {"kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
