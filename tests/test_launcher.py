@@ -390,6 +390,23 @@ def test_tune_detection_follows_the_scripts_own_modules_and_packages(tmp_path):
     assert not script_uses_tune_runner(str(script))  # an import cycle ends
 
 
+def test_tune_detection_follows_the_scripts_modules_on_pythonpath(tmp_path, monkeypatch):
+    """A project whose script imports a package of its own from a `PYTHONPATH` folder
+    (`src/common/tuner.py` building a `tune.Tuner`, the script in `src/connect_four/`)."""
+    (tmp_path / "src" / "common").mkdir(parents=True)
+    (tmp_path / "src" / "app").mkdir()
+    (tmp_path / "src" / "common" / "__init__.py").write_text("")
+    (tmp_path / "src" / "common" / "tuner.py").write_text(
+        "from ray import tune\n\ndef make():\n    return tune.Tuner('PPO')\n"
+    )
+    script = tmp_path / "src" / "app" / "train.py"
+    script.write_text("from common.tuner import make\n")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert not script_uses_tune_runner(str(script))  # not found: Python would not find it
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(tmp_path / "src")]))
+    assert script_uses_tune_runner(str(script))
+
+
 @pytest.mark.slow
 @pytest.mark.ray
 def test_real_rllib_example_from_the_wheel_runs_unmodified(tmp_path):

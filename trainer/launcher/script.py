@@ -10,7 +10,7 @@ import runpy
 import sys
 import traceback
 
-from trainer.launcher import table, tune_api
+from trainer.launcher import table, tune_api, user_modules
 from trainer.launcher.finder import install, real_tune_available
 
 #: When set to a file path, `run_script` writes there how the script ended (JSON: "outcome"
@@ -123,9 +123,12 @@ def _tree_uses_tune_runner(tree: ast.Module) -> bool:
     return False
 
 
-def _local_module_files(tree: ast.Module, folder: str, module: str, is_package: bool) -> list[str]:
-    """The files of the modules `tree` imports from `folder` (the script's own modules: the
-    folder is first on `sys.path`), for `module` (its dotted name there, "" for the script)."""
+def _local_module_files(
+    tree: ast.Module, roots: list[str], module: str, is_package: bool
+) -> list[tuple[str, str]]:
+    """(file, root) of the modules `tree` imports from `roots` (the script's own modules: its
+    folder is first on `sys.path`, then `PYTHONPATH`'s folders), for `module` (its dotted name
+    under its root, "" for the script)."""
     package = module if is_package else module.rpartition(".")[0]
     names: list[str] = []
     for node in ast.walk(tree):
@@ -143,18 +146,41 @@ def _local_module_files(tree: ast.Module, folder: str, module: str, is_package: 
     files = []
     for name in names:
         parts = name.split(".")
-        for depth in range(1, len(parts) + 1):  # a package's __init__ runs too
-            base = os.path.join(folder, *parts[:depth])
-            for path in (base + ".py", os.path.join(base, "__init__.py")):
-                if os.path.isfile(path):
-                    files.append(path)
+        for root in roots:
+            found = False
+            for depth in range(1, len(parts) + 1):  # a package's __init__ runs too
+                base = os.path.join(root, *parts[:depth])
+                for path in (base + ".py", os.path.join(base, "__init__.py")):
+                    if os.path.isfile(path):
+                        files.append((path, root))
+                        found = True
+            if found:  # the first folder that has it, as Python finds it
+                break
     return files
 
 
+def _script_roots(script: str) -> list[str]:
+    """Where the script's own modules are found: its folder, then `PYTHONPATH`'s folders (not
+    this project's own folder, nor an installed library's)."""
+    roots = [os.path.dirname(os.path.abspath(script))]
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        entry = os.path.abspath(entry) if entry else ""
+        if (
+            entry
+            and os.path.isdir(entry)
+            and entry not in roots
+            and entry != user_modules.PROJECT_ROOT
+            and not user_modules.is_library_folder(entry)
+        ):
+            roots.append(entry)
+    return roots
+
+
 def script_uses_tune_runner(script: str) -> bool:
-    """`uses_tune_runner` over the script and the modules of its own folder that it imports
-    (and that they import), as Python would find them with the folder first on `sys.path`."""
-    folder = os.path.dirname(os.path.abspath(script))
+    """`uses_tune_runner` over the script and the modules of its own (in its folder, or in a
+    `PYTHONPATH` folder) that it imports (and that they import), as Python would find them
+    with the folder first on `sys.path`."""
+    roots = _script_roots(script)
     queue = [(os.path.abspath(script), "", False)]
     seen: set[str] = set()
     while queue and len(seen) < MAX_SCRIPT_MODULES:
@@ -170,8 +196,8 @@ def script_uses_tune_runner(script: str) -> bool:
             continue  # Python reports it when the module runs
         if _tree_uses_tune_runner(tree):
             return True
-        for found in _local_module_files(tree, folder, module, is_package):
-            relative = os.path.relpath(found, folder)[: -len(".py")].split(os.sep)
+        for found, root in _local_module_files(tree, roots, module, is_package):
+            relative = os.path.relpath(found, root)[: -len(".py")].split(os.sep)
             found_is_package = relative[-1] == "__init__"
             dotted = ".".join(relative[:-1] if found_is_package else relative)
             queue.append((found, dotted, found_is_package))

@@ -244,6 +244,11 @@ def _library_folders() -> tuple[str, ...]:
 _LIBRARIES = _library_folders()
 
 
+def is_library_folder(folder: str) -> bool:
+    """Whether `folder` is (inside) an installed library's folder."""
+    return os.path.join(os.path.abspath(folder), "").startswith(_LIBRARIES)
+
+
 def _is_users(globals_: Mapping[str, object] | None) -> bool:
     """Whether an import is made by the user's code: a module of the user's own `trainer`, or
     one whose file is neither this project's nor an installed library's (the user's script and
