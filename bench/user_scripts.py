@@ -582,7 +582,7 @@ def write_readme_line(manifest: dict, results: dict) -> None:
         return
     start, stop = readme.index(begin) + len(begin), readme.index(end)
     line = (
-        "Public users' RLlib scripts this project's tests never saw, unmodified through the "
+        "Public users' RLlib scripts, unmodified through the "
         f"launcher beside RLlib 2.60: **{summary(manifest, results)}** "
         "([the table](docs/rllib_compatibility.md#public-users-rllib-scripts-run-unmodified))."
     )
