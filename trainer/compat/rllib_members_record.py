@@ -13,11 +13,11 @@ as defined in a module, less the old API stack (a module or name the launcher's 
 from __future__ import annotations
 
 import ast
-import json
 import sys
 from typing import Any
 
 from trainer.capabilities import OLD_API_STACK
+from trainer.compat.rllib_names_record import render_record, write_or_check
 from trainer.compat.rllib_surface import SourceIndex, SurfaceReader, ray_version
 from trainer.launcher import table
 from trainer.launcher.rllib_names import CLASS, rllib_names
@@ -163,33 +163,15 @@ def generate() -> dict[str, Any]:
 
 
 def render(data: dict[str, Any]) -> str:
-    """The file's text: one line per class, so that a change to RLlib is a small diff."""
-    lines = [
-        "{",
-        f'"ray_version": {json.dumps(data["ray_version"])},',
-        f'"old_stack": {json.dumps(data["old_stack"])},',
-        '"classes": {',
-    ]
-    classes = sorted(data["classes"].items())
-    for i, (name, record) in enumerate(classes):
-        comma = "," if i < len(classes) - 1 else ""
-        lines.append(f"{json.dumps(name)}: {json.dumps(record, sort_keys=True)}{comma}")
-    lines += ["}", "}", ""]
-    return "\n".join(lines)
+    """The file's text: one line per class."""
+    head = {"ray_version": data["ray_version"], "old_stack": data["old_stack"]}
+    return render_record(head, "classes", data["classes"])
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     text = render(generate())
-    if "--check" in argv:
-        current = DATA_FILE.read_text(encoding="utf-8") if DATA_FILE.exists() else ""
-        if current != text:
-            print(f"{DATA_FILE} is stale: run python -m trainer.compat.rllib_members_record")
-            return 1
-        return 0
-    DATA_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {DATA_FILE}")
-    return 0
+    return write_or_check(DATA_FILE, text, "trainer.compat.rllib_members_record", argv)
 
 
 if __name__ == "__main__":

@@ -201,35 +201,42 @@ def generate() -> dict[str, Any]:
     return {"ray_version": ray_version(), "packages": packages, "modules": modules}
 
 
-def render(data: dict[str, Any]) -> str:
-    """The file's text: one line per module, so that a change to RLlib's surface is a small
-    diff."""
-    lines = [
-        "{",
-        f'"ray_version": {json.dumps(data["ray_version"])},',
-        f'"packages": {json.dumps(sorted(data["packages"]))},',
-        '"modules": {',
-    ]
-    modules = sorted(data["modules"].items())
-    for i, (module, record) in enumerate(modules):
-        comma = "," if i < len(modules) - 1 else ""
-        lines.append(f"{json.dumps(module)}: {json.dumps(record, sort_keys=True)}{comma}")
+def render_record(head: dict[str, Any], table: str, rows: dict[str, Any]) -> str:
+    """A record file's text: the `head` entries, then `table` with one line per row (sorted),
+    so that a change to RLlib is a small diff."""
+    lines = ["{", *(f"{json.dumps(key)}: {json.dumps(value)}," for key, value in head.items())]
+    lines.append(f"{json.dumps(table)}: {{")
+    items = sorted(rows.items())
+    for i, (name, record) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        lines.append(f"{json.dumps(name)}: {json.dumps(record, sort_keys=True)}{comma}")
     lines += ["}", "}", ""]
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    text = render(generate())
+def write_or_check(data_file: Path, text: str, writer: str, argv: list[str]) -> int:
+    """Writes a record file, or with `--check` in `argv` exits 1 when it differs from `text`
+    (naming the `writer` module that rewrites it)."""
     if "--check" in argv:
-        current = DATA_FILE.read_text(encoding="utf-8") if DATA_FILE.exists() else ""
+        current = data_file.read_text(encoding="utf-8") if data_file.exists() else ""
         if current != text:
-            print(f"{DATA_FILE} is stale: run python -m trainer.compat.rllib_names_record")
+            print(f"{data_file} is stale: run python -m {writer}")
             return 1
         return 0
-    DATA_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {DATA_FILE}")
+    data_file.write_text(text, encoding="utf-8")
+    print(f"wrote {data_file}")
     return 0
+
+
+def render(data: dict[str, Any]) -> str:
+    """The file's text: one line per module."""
+    head = {"ray_version": data["ray_version"], "packages": sorted(data["packages"])}
+    return render_record(head, "modules", data["modules"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    return write_or_check(DATA_FILE, render(generate()), "trainer.compat.rllib_names_record", argv)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,12 @@ from trainer.runners.module_frames import (
 from trainer.runners.module_to_env_pieces import for_pieces, missing_dist_inputs, pieces_left
 from trainer.runners.rollout import ColumnRecorder, with_earlier_chunks
 from trainer.runners.rollout_loop import collect_rollout
-from trainer.runners.runner_checkpoint import restore_runner, save_runner
+from trainer.runners.runner_checkpoint import (
+    COMPONENT_PROTOCOL_METHODS,
+    COMPONENT_PROTOCOL_REFUSAL,
+    restore_runner,
+    save_runner,
+)
 from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
 from trainer.runners.sub_env_guard import SubEnvGuard
@@ -412,13 +417,8 @@ class RunnerSetup:
 @refuse(
     "ray.rllib.env.single_agent_env_runner.SingleAgentEnvRunner",
     CHECKPOINTABLE,
-    "an EnvRunner's state is a component of the Algorithm's checkpoint (env_runner_<i>), "
-    "written by save_to_path / restore_from_path; RLlib's per-component Checkpointable "
-    "protocol is not implemented",
-    "get_checkpointable_components",
-    "get_ctor_args_and_kwargs",
-    "get_metadata",
-    "from_checkpoint",
+    COMPONENT_PROTOCOL_REFUSAL,
+    *COMPONENT_PROTOCOL_METHODS,
 )
 class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for register(), no abstract API)
     """Collects episodes from `num_envs_per_env_runner` copies of the env.

@@ -119,6 +119,10 @@ from trainer.runners.multi_agent_runner_state import (
 )
 from trainer.runners.multi_agent_sub_env_guard import MultiAgentSubEnvGuard
 from trainer.runners.rollout_loop import collect_rollout
+from trainer.runners.runner_checkpoint import (
+    COMPONENT_PROTOCOL_METHODS,
+    COMPONENT_PROTOCOL_REFUSAL,
+)
 from trainer.runners.runner_state import RUNNER_STATE_KEYS
 from trainer.util.rllib_members import refuse
 from trainer.util.rng import generator_state, set_generator_state
@@ -359,13 +363,8 @@ def _env_rows(batch: np.ndarray) -> list[Any]:
 @refuse(
     "ray.rllib.env.multi_agent_env_runner.MultiAgentEnvRunner",
     CHECKPOINTABLE,
-    "an EnvRunner's state is a component of the Algorithm's checkpoint (env_runner_<i>), "
-    "written by save_to_path / restore_from_path; RLlib's per-component Checkpointable "
-    "protocol is not implemented",
-    "get_checkpointable_components",
-    "get_ctor_args_and_kwargs",
-    "get_metadata",
-    "from_checkpoint",
+    COMPONENT_PROTOCOL_REFUSAL,
+    *COMPONENT_PROTOCOL_METHODS,
 )
 @refuse(
     "ray.rllib.env.multi_agent_env_runner.MultiAgentEnvRunner",

@@ -23,6 +23,19 @@ from trainer.checkpoints.config_data import import_path
 from trainer.checkpoints.format import library_version
 from trainer.checkpoints.location import local_path
 
+#: Why RLlib's per-component Checkpointable methods refuse on the EnvRunners, and which.
+COMPONENT_PROTOCOL_REFUSAL = (
+    "an EnvRunner's state is a component of the Algorithm's checkpoint (env_runner_<i>), "
+    "written by save_to_path / restore_from_path; RLlib's per-component Checkpointable "
+    "protocol is not implemented"
+)
+COMPONENT_PROTOCOL_METHODS = (
+    "get_checkpointable_components",
+    "get_ctor_args_and_kwargs",
+    "get_metadata",
+    "from_checkpoint",
+)
+
 RUNNER_KIND = "env_runner"
 #: The state file (without its suffix).
 RUNNER_STATE = "env_runner"
