@@ -31,6 +31,8 @@ ALLOWED: dict[str, str] = {
     "trainer/algorithms/registry.py": "the registry's one line per algorithm: name -> package",
     "trainer/compat/moved_modules.py": "RLlib-compat shim: earlier releases' import paths "
     "(trainer.ppo_learner, ...) mapped to their homes in the folders",
+    "trainer/compat/rllib_member_gaps.py": "the gap table of RLlib's class members, keyed by "
+    "RLlib's class names as the member record (RLlib's data) spells them",
     "trainer/example_scripts.py": "RLlib's add_rllib_example_script_args, whose --algo "
     "defaults to RLlib's 'PPO'",
     "trainer/algorithms/marwil/config.py": "RLlib's MARWIL trains PPO's default module "
