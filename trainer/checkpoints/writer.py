@@ -22,11 +22,14 @@ import hashlib
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
+from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.format import METADATA_FILE, CheckpointError, backup_path
 from trainer.checkpoints.json_files import sealed_json
+from trainer.checkpoints.location import local_path
 from trainer.util.files import (
     fsync_dir,
     replace_file,  # noqa: F401 (its older import path)
@@ -113,6 +116,33 @@ def _check_replaceable(path: str) -> None:
             path,
             f"exists and is not a checkpoint (no {METADATA_FILE}); refusing to replace its files",
         )
+
+
+def new_checkpoint_path(path: str | os.PathLike | None, prefix: str) -> str:
+    """Where a component's checkpoint goes: `path` as an absolute local path, or a new
+    temporary directory named `prefix...` (RLlib's `save_to_path()` without a path)."""
+    if path is None:
+        path = tempfile.mkdtemp(prefix=prefix)
+    return os.path.abspath(local_path(path))
+
+
+def packed_state(owner: Any, path: str, state: Any, what: str) -> bytes:
+    """`owner`'s state (its `get_state()`, or `state` once `owner.check_state` took it), packed
+    for the checkpoint at `path`; a `CheckpointError` naming `what` ("learner", "runner")
+    where the given state does not fit or cannot be stored."""
+    if state is None:
+        state = owner.get_state()
+    else:
+        try:
+            owner.check_state(state)
+        except Exception as error:
+            raise CheckpointError(path, f"state= does not fit this {what}: {error}") from None
+    try:
+        return pack(state)
+    except NotPlainData as error:
+        raise CheckpointError(
+            path, f"the {what}'s state cannot be stored: {error.where}: {error.problem}"
+        ) from None
 
 
 def write_checkpoint(

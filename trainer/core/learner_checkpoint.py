@@ -32,10 +32,10 @@ from trainer.checkpoints import (
     open_checkpoint,
     write_checkpoint,
 )
-from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import decode, encode, import_path, resolve_import_path
 from trainer.checkpoints.format import library_version
 from trainer.checkpoints.location import local_path
+from trainer.checkpoints.writer import new_checkpoint_path, packed_state
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.module_checkpoint import save_module, spec_of_checkpoint
 from trainer.core.multi_rl_module import MultiRLModule
@@ -91,24 +91,8 @@ def save_learner(learner: Any, path: str | os.PathLike | None, *, state: Any = N
     """Writes `learner`'s checkpoint (see the module docstring) at `path` (default: a new
     temporary directory); returns the path. `state`: a state to write instead of the
     learner's own (it must fit the learner: `check_state`)."""
-    if path is None:
-        import tempfile
-
-        path = tempfile.mkdtemp(prefix="learner_")
-    path = os.path.abspath(local_path(path))
-    if state is None:
-        state = learner.get_state()
-    else:
-        try:
-            learner.check_state(state)
-        except Exception as error:
-            raise CheckpointError(path, f"state= does not fit this learner: {error}") from None
-    try:
-        packed = pack(state)
-    except NotPlainData as error:
-        raise CheckpointError(
-            path, f"the learner's state cannot be stored: {error.where}: {error.problem}"
-        ) from None
+    path = new_checkpoint_path(path, "learner_")
+    packed = packed_state(learner, path, state, "learner")
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,

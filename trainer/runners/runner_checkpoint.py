@@ -7,7 +7,6 @@ same state is the `env_runner_<i>` component of an Algorithm's checkpoint."""
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
 from trainer.checkpoints import (
@@ -18,10 +17,10 @@ from trainer.checkpoints import (
     open_checkpoint,
     write_checkpoint,
 )
-from trainer.checkpoints.codec import NotPlainData, pack
 from trainer.checkpoints.config_data import import_path
 from trainer.checkpoints.format import library_version
 from trainer.checkpoints.location import local_path
+from trainer.checkpoints.writer import new_checkpoint_path, packed_state
 
 #: Why RLlib's per-component Checkpointable methods refuse on the EnvRunners, and which.
 COMPONENT_PROTOCOL_REFUSAL = (
@@ -44,22 +43,8 @@ RUNNER_STATE = "env_runner"
 def save_runner(runner: Any, path: str | os.PathLike | None, *, state: Any = None) -> str:
     """Writes `runner`'s checkpoint at `path` (default: a new temporary directory); returns the
     path. `state`: a state to write instead of the runner's own (checked against the runner)."""
-    if path is None:
-        path = tempfile.mkdtemp(prefix="env_runner_")
-    path = os.path.abspath(local_path(path))
-    if state is None:
-        state = runner.get_state()
-    else:
-        try:
-            runner.check_state(state)
-        except Exception as error:
-            raise CheckpointError(path, f"state= does not fit this runner: {error}") from None
-    try:
-        packed = pack(state)
-    except NotPlainData as error:
-        raise CheckpointError(
-            path, f"the runner's state cannot be stored: {error.where}: {error.problem}"
-        ) from None
+    path = new_checkpoint_path(path, "env_runner_")
+    packed = packed_state(runner, path, state, "runner")
     metadata = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
