@@ -160,9 +160,10 @@ def test_a_learner_group_saves_and_restores_its_learner(tmp_path):
         "rl_module",
     ]
     group2.restore_from_path(tmp_path)
-    s1, s2 = group1.get_state(), group2.get_state()
-    for key, value in s1["module"].items():
-        np.testing.assert_array_equal(value, s2["module"][key])
+    s1, s2 = group1.get_state(), group2.get_state()  # (RLlib's layout)
+    m1 = s1["learner"]["rl_module"][DEFAULT_MODULE_ID]
+    for key, value in m1.items():
+        np.testing.assert_array_equal(value, s2["learner"]["rl_module"][DEFAULT_MODULE_ID][key])
     # A learner of another network does not fit: refused, nothing changed.
     other = PPOConfig().training(model={"fcnet_hiddens": [3]}).build_learner_group(env=ENV)
     before = other.get_weights()

@@ -84,6 +84,14 @@ from trainer.compat.old_api import with_old_result_keys
 from trainer.compat.old_names import OldAlgorithmNames
 from trainer.core.exploration import make_exploration
 from trainer.core.learner import Learner
+from trainer.core.learner_components import (
+    COMPONENT_LEARNER_GROUP,
+    component_names,
+    in_rllib_layout,
+    own_learner_state,
+    subcomponents,
+    wants,
+)
 from trainer.core.models import DEFAULT_MODULE_ID, FlatParameterModule
 from trainer.core.multi_rl_module import MultiRLModuleSpec
 from trainer.core.rl_module import RLModuleSpec, validate_module_id
@@ -1563,8 +1571,42 @@ class Algorithm(OldAlgorithmNames):
         unfinished episodes; not the weights, which the learner holds), and with evaluation
         runners `eval_env_runner_<i>` and `evaluation_metrics`. `components` keeps only the
         named components, `not_components` leaves the named ones out (RLlib's Checkpointable
-        arguments; a name or a list)."""
-        return select_components(self._full_state(), components, not_components)
+        arguments; a name or a list). RLlib's `learner_group` component (`"learner_group"`,
+        `"learner_group/learner/rl_module"`, ...) comes in RLlib's layout
+        (`LearnerGroup.get_state`), and `set_state` takes it back."""
+        group_wanted = wants(COMPONENT_LEARNER_GROUP, components, not_components) and (
+            components is not None
+            and any(
+                str(name).startswith(COMPONENT_LEARNER_GROUP)
+                for name in component_names(components)
+            )
+        )
+        state = select_components(self._full_state(), components, not_components)
+        if group_wanted:
+            state[COMPONENT_LEARNER_GROUP] = self.learner_group.get_state(
+                subcomponents(COMPONENT_LEARNER_GROUP, components),
+                not_components=subcomponents(COMPONENT_LEARNER_GROUP, not_components) or (),
+            )
+        return state
+
+    def _own_layout(self, state: dict) -> dict:
+        """`state` with RLlib's `learner_group` component, or a learner state in RLlib's
+        layout, as this project's `learner` component (`trainer.core.learner_components`)."""
+        if not isinstance(state, dict):
+            return state
+        if COMPONENT_LEARNER_GROUP in state:
+            group = state[COMPONENT_LEARNER_GROUP]
+            state = {key: value for key, value in state.items() if key != COMPONENT_LEARNER_GROUP}
+            if isinstance(group, dict) and "learner" in group:
+                state["learner"] = group["learner"]
+        if "learner" in state and in_rllib_layout(state["learner"]):
+            state = {
+                **state,
+                "learner": own_learner_state(
+                    self.learner, state["learner"], self.learner.get_state
+                ),
+            }
+        return state
 
     def _full_state(self) -> dict:
         state = {
@@ -1588,6 +1630,7 @@ class Algorithm(OldAlgorithmNames):
         moments of the parameters' shapes, a non-negative learning rate), metrics (numbers
         only), and each runner's state. Nothing here changes."""
         require_map(state, "state")
+        state = self._own_layout(state)
         if "algorithm" in state:
             counters = require_map(
                 state["algorithm"], "algorithm", ("iteration", "time_total_s", "rng", "exploration")
@@ -1619,6 +1662,7 @@ class Algorithm(OldAlgorithmNames):
         for the evaluation runners when those are not built yet. Every component is checked
         first (`check_state`): a state that does not fit raises `StateError` and changes
         nothing."""
+        state = self._own_layout(state)
         self.check_state(state)
         self._apply_state(state)
 

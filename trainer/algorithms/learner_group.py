@@ -33,6 +33,13 @@ from trainer.capabilities import (
     RAY_INTERNALS,
     TORCH,
 )
+from trainer.core.learner_components import (
+    COMPONENT_LEARNER,
+    Names,
+    in_rllib_layout,
+    subcomponents,
+    wants,
+)
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.env.envs import EnvContext, make_env_creator
 from trainer.errors import ConfigError, UnsupportedCall
@@ -306,11 +313,31 @@ class LearnerGroup:
             return
         algorithm.set_weights(weights)
 
-    def get_state(self, components: Any = None, **kwargs: Any) -> dict:
-        return self._learner.get_state()
+    def get_state(
+        self, components: Names = None, *, not_components: Names = None, **kwargs: Any
+    ) -> dict:
+        """RLlib's layout: `{"learner": the learner's state in RLlib's layout}`
+        (`trainer.core.learner_components`), with only the components asked for
+        (`"learner/rl_module"`, `"learner/rl_module/<module_id>"`, `"learner/optimizer"`, ...;
+        `not_components` leaves some out)."""
+        if not wants(COMPONENT_LEARNER, components, not_components):
+            return {}
+        inner = subcomponents(COMPONENT_LEARNER, components)
+        inner_left_out = subcomponents(COMPONENT_LEARNER, not_components)
+        return {
+            COMPONENT_LEARNER: self._learner.get_state(
+                inner, not_components=() if inner_left_out is None else inner_left_out, **kwargs
+            )
+        }
 
     def set_state(self, state: dict) -> None:
-        self._learner.set_state(state)
+        """Takes `get_state()`'s form back (`{"learner": ...}`, either learner layout; only the
+        components present change); an Algorithm's EnvRunners then get the weights. A learner's
+        own state without the outer `"learner"` is taken too."""
+        learner_state = state.get(COMPONENT_LEARNER, state) if isinstance(state, dict) else state
+        if learner_state is state and not in_rllib_layout(state) and not state:
+            return  # RLlib's rule: no learner component, nothing changes
+        self._learner.set_state(learner_state)
         if self._algorithm is not None:
             self._algorithm.sync_weights()
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from trainer.algorithms.multi_agent_setup import MultiAgentSetup, is_torch_module_class
 from trainer.core.learner import Learner, UpdateResults
+from trainer.core.learner_components import Names, own_learner_state, rllib_learner_state
 from trainer.env.episode import SingleAgentEpisode
 from trainer.errors import ConfigError
 from trainer.util.seeding import module_seed
@@ -205,8 +206,15 @@ class MultiAgentLearner(Learner):
         module's learner through this)."""
         return self.learners[module_id].update(*args, **kwargs)
 
-    def get_state(self) -> dict:
-        return {str(module_id): learner.get_state() for module_id, learner in self.learners.items()}
+    def get_state(
+        self, components: Names = None, *, not_components: Names = None, **kwargs: Any
+    ) -> dict:
+        """Each module's learner's state by module id (RLlib's layout with `components=` /
+        `not_components=`: `trainer.core.learner_components`)."""
+        own = {str(module_id): learner.get_state() for module_id, learner in self.learners.items()}
+        if components is None and not_components is None:
+            return own
+        return rllib_learner_state(self, own, components, not_components)
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         names = [str(module_id) for module_id in self.learners]
@@ -218,6 +226,7 @@ class MultiAgentLearner(Learner):
             learner.check_state(state[str(module_id)], f"{where}[{str(module_id)!r}]")
 
     def set_state(self, state: dict) -> None:
+        state = own_learner_state(self, state, lambda: MultiAgentLearner.get_state(self))
         for module_id, learner in self.learners.items():
             learner.set_state(state[str(module_id)])
 

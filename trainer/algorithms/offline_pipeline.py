@@ -248,14 +248,28 @@ class OfflineData:
         if self.materialize_data:
             self.data = self.data.materialize()
         self.batch_iterators: Iterator[Any] | None = None
-        self.map_batches_kwargs = dict(config.map_batches_kwargs)
-        self.iter_batches_kwargs = dict(config.iter_batches_kwargs)
+        #: Ray Data's scheduling options: RLlib's defaults under the config's (taken, and not
+        #: needed here: the data is read and mapped in this process).
+        self.map_batches_kwargs = self.default_map_batches_kwargs | dict(config.map_batches_kwargs)
+        self.iter_batches_kwargs = self.default_iter_batches_kwargs | dict(
+            config.iter_batches_kwargs
+        )
         self.prelearner_class = config.prelearner_class or OfflinePreLearner
         self.spaces: dict[str, Any] = {}
         self.locality_hints = None
         self.learner_handles: list[Any] | None = None
         self.module_spec: Any = None
         self._pass_gave_rows = False
+
+    @property
+    def default_map_batches_kwargs(self) -> dict[str, Any]:
+        """RLlib's defaults for `map_batches` (the config's `map_batches_kwargs` go over them)."""
+        return {"concurrency": max(2, int(self.config.num_learners or 0)), "zero_copy_batch": True}
+
+    @property
+    def default_iter_batches_kwargs(self) -> dict[str, Any]:
+        """RLlib's defaults for `iter_batches` (the config's `iter_batches_kwargs` go over them)."""
+        return {"prefetch_batches": 2}
 
     def sample(
         self,

@@ -57,6 +57,13 @@ ENV_RUNNER_EVENTS = (
 EVENTS = ALGORITHM_EVENTS + ENV_RUNNER_EVENTS
 
 
+def _never_fired(method: Callable[..., None]) -> Callable[..., None]:
+    """Marks one of `RLlibCallback`'s no-ops for events nothing fires under that name: a
+    subclass's override is what `trainer.compat.old_callbacks` looks for."""
+    method.__localrl_base_no_op__ = True  # type: ignore[attr-defined]
+    return method
+
+
 class RLlibCallback:
     """Base class for callbacks; subclass it and override the events you need.
 
@@ -252,6 +259,60 @@ class RLlibCallback:
     ) -> None:
         """RLlib's older event (use `on_environment_created`): fires after each sub-env was
         created, before the first reset, and again for a sub-env re-created after a failure."""
+
+    # ----------------------------------------------------------------------------------------
+    # Events RLlib 2.60's class still defines that nothing here fires (no-ops, as there).
+    # ----------------------------------------------------------------------------------------
+    @_never_fired
+    def on_workers_recreated(
+        self,
+        *,
+        algorithm: AlgorithmArgument,
+        worker_set: EnvRunnerGroupArgument | None,
+        worker_ids: list[int],
+        is_evaluation: bool,
+        **kwargs: Any,
+    ) -> None:
+        """RLlib's older name of `on_env_runners_recreated`: an override fires there, with
+        `worker_set` the EnvRunnerGroup and `worker_ids` the restarted indices."""
+
+    @_never_fired
+    def on_offline_eval_runners_recreated(
+        self,
+        *,
+        algorithm: AlgorithmArgument,
+        offline_eval_runner_group: Any,
+        offline_eval_runner_indices: list[int],
+        **kwargs: Any,
+    ) -> None:
+        """Never fires here: offline evaluation runs in the driver, with no runner processes to
+        recreate. An override gets a warning saying so."""
+
+    @_never_fired
+    def on_create_policy(self, *, policy_id: str, policy: Any) -> None:
+        """RLlib's old-stack event; never fires here (there are no Policy objects). An override
+        gets a warning saying so."""
+
+    @_never_fired
+    def on_postprocess_trajectory(
+        self,
+        *,
+        worker: Any,
+        episode: Any,
+        agent_id: Any,
+        policy_id: str,
+        policies: dict,
+        postprocessed_batch: Any,
+        original_batches: dict,
+        **kwargs: Any,
+    ) -> None:
+        """RLlib's old-stack event; never fires here (edit episodes in `on_episode_end`)."""
+
+    @_never_fired
+    def on_learn_on_batch(
+        self, *, policy: Any, train_batch: Any, result: dict, **kwargs: Any
+    ) -> None:
+        """RLlib's old-stack event; never fires here (see `on_sample_end`, `on_train_result`)."""
 
 
 def make_multi_callbacks(callback_class_list: list[type]) -> type[RLlibCallback]:

@@ -211,18 +211,29 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         ),
         "RLlibCallback.on_sample_end(worker=...)",
     ),
-    *_same(
-        "missing",
-        _OLD_STACK + ": the event never fires on the new stack",
-        "RLlibCallback.on_create_policy",
-        "RLlibCallback.on_learn_on_batch",
-        "RLlibCallback.on_postprocess_trajectory",
-        "RLlibCallback.on_workers_recreated",
+    Difference(
+        "RLlibCallback.on_create_policy / on_learn_on_batch / on_postprocess_trajectory",
+        "defined (no-ops, as in RLlib) and never fired; a subclass that overrides one gets a "
+        "warning naming what to use instead (tests/test_rllib_component_state.py::"
+        "test_rllibs_never_fired_events_exist_and_an_override_is_warned_about)",
+        _OLD_STACK + ": the events belong to it",
+        BEHAVIOUR,
     ),
-    *_same(
-        "missing",
-        _OFFLINE + ", so the event never fires",
+    Difference(
+        "SingleAgentEnvRunner: the weights_seq_no extra model output",
+        "recorded on each step of the finished episodes a sample() returns (the weights' "
+        "sequence number, as RLlib's); unfinished chunks carry none, and a multi-agent "
+        "runner's episodes none (tests/test_rllib_component_state.py::"
+        "test_env_runner_takes_weights_seq_no_and_records_it_per_step)",
+        "the runners here may go on recording into an unfinished chunk they returned, whose "
+        "columns must stay the same length",
+        BEHAVIOUR,
+    ),
+    Difference(
         "RLlibCallback.on_offline_eval_runners_recreated",
+        "defined (a no-op, as in RLlib) and never fired; an override gets a warning",
+        _OFFLINE + ", so there are no runners to recreate",
+        BEHAVIOUR,
     ),
     # -- test_utils -----------------------------------------------------------------------------
     # -- RLModule, RLModuleSpec, MultiRLModule, MultiRLModuleSpec ----------------------------------

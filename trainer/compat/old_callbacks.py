@@ -35,11 +35,15 @@ OLD_ARGUMENTS = {"worker": "env_runner", "base_env": "env", "policies": "rl_modu
 OLD_EVENT_KEYWORDS = {
     "on_workers_recreated": ("algorithm", "worker_set", "worker_ids", "is_evaluation"),
 }
-#: Old events of RLlib's old API stack that nothing here fires, and what to use instead.
+#: Events RLlib still defines that nothing here fires (old-stack ones, and the offline-runner
+#: one), and what to use instead.
 NEVER_CALLED = {
     "on_create_policy": "nothing: there are no Policy objects (the RLModule is env_runner.module)",
     "on_postprocess_trajectory": "on_episode_end (edit the episode) or on_sample_end",
     "on_learn_on_batch": "on_sample_end (the samples) or on_train_result (the results)",
+    "on_offline_eval_runners_recreated": (
+        "nothing: offline evaluation runs in the driver, with no runners to recreate"
+    ),
 }
 
 
@@ -54,6 +58,11 @@ class BaseEnvView:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)
+
+
+def _overridden(method: Any) -> bool:
+    """Whether `method` is a handler of the user's, not `RLlibCallback`'s no-op (marked so)."""
+    return callable(method) and not getattr(method, "__localrl_base_no_op__", False)
 
 
 def _old_arguments_of(fn: Callable) -> list[str]:
@@ -94,7 +103,7 @@ def old_event_handlers(
     name = type(instance).__qualname__
     if event == "on_env_runners_recreated":
         method = getattr(instance, "on_workers_recreated", None)
-        if method is None:
+        if not _overridden(method):
             return []
         if on_algorithm_side:  # the event fires there only
             warn_once(
@@ -125,5 +134,5 @@ def old_event_handlers(
 def warn_never_called(instances: list[Any]) -> None:
     for instance in instances:
         for event, instead in NEVER_CALLED.items():
-            if callable(getattr(instance, event, None)):
+            if _overridden(getattr(instance, event, None)):
                 warn_once(f"{type(instance).__qualname__}.{event} (never called here)", instead)

@@ -79,8 +79,7 @@ _LEARNER_PLUMBING = (
 _LEARNER_SIGNATURE = (
     "the learner is made by the Algorithm over its module (`config`, `module` given); RLlib's "
     "`update()` keywords that feed its learner connector (`episodes=`, `batch_refs=`, "
-    "`data_iterators=`, ...) and its state's component filters are not taken (`update(batch=..., "
-    "timesteps=...)` is)"
+    "`data_iterators=`, ...) are not taken (`update(batch=..., timesteps=...)` is)"
 )
 _LOSS_INTERNALS = (
     "a private loss helper of RLlib's algorithm learner; the learner here computes the same loss "
@@ -122,7 +121,6 @@ _RAY_DATA = (
     "Ray Data's keyword defaults and the old stack's SampleBatch mapping of RLlib's offline "
     "pipeline; recorded data is read with pyarrow here (`trainer.offline`)"
 )
-_RAY_NODE = "the Ray node a learner actor runs on; learners here are not Ray actors"
 _RLLINK_INTERNALS = (
     "a private step of RLlib's RLlink server (sockets, messages); the server here "
     "(`trainer.runners.external_server`) speaks the same RLlink protocol with its own helpers"
@@ -279,8 +277,7 @@ GAPS: dict[str, str] = {
         "Learner",
         "_check_is_built _create_iterator_if_necessary _get_tensor_variable _log_metrics _log_steps_trained_metrics _log_trainable_parameters _make_batch_if_necessary _make_module _reset _set_learner_index_and_placement_group _set_slicing_by_batch_id",
     ),
-    **_rows(_RAY_NODE, "Learner", "node"),
-    **_rows(_LEARNER_SIGNATURE, "Learner", "_check_is_built get_state update"),
+    **_rows(_LEARNER_SIGNATURE, "Learner", "_check_is_built update"),
     **_rows(_LEARNER_PLUMBING, "LearnerGroup", "_get_results"),
     **_rows(_EXAMPLE_SIGNATURE, "LinearDiscreteEnv", "render"),
     **_rows(_TRAINING_STEP_INTERNALS, "MARWIL", "_training_step_old_api_stack"),
@@ -336,7 +333,6 @@ GAPS: dict[str, str] = {
     **_rows(_MODULE_INTERNALS, "MultiRLModuleSpec", "_check_before_build"),
     **_rows(_EXAMPLE_SIGNATURE, "NoopResetEnv", "step"),
     **_rows(_WRAPPER_ENV, "NormalizedImageEnv", "__init__"),
-    **_rows(_RAY_DATA, "OfflineData", "default_iter_batches_kwargs default_map_batches_kwargs"),
     **_rows(
         _RAY_DATA,
         "OfflinePreLearner",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ import numpy as np
 from trainer.capabilities import CHECKPOINTABLE, LEARNER_CONNECTORS, TORCH
 from trainer.core.allreduce import SharedMemoryAllReduce, TcpAllReduce
 from trainer.core.blas import BlasThreads
+from trainer.core.learner_components import Names, own_learner_state, rllib_learner_state
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.core.schedules import Schedule
@@ -218,6 +220,11 @@ class Learner(ABC):
         return "cpu"
 
     @property
+    def node(self) -> Any:
+        """The name of the machine the learner runs on (`platform.node()`, as RLlib's)."""
+        return platform.node()
+
+    @property
     def _device(self) -> Any:
         """RLlib's attribute name of `device`, which users' learners read
         (`Scheduler(..., device=self._device)`)."""
@@ -288,8 +295,12 @@ class Learner(ABC):
         """Takes the algorithm's own keys of `state` back (after `check_state`)."""
 
     @abstractmethod
-    def get_state(self) -> dict:
-        """Weights, optimizer state and the learner's own counters, as plain data and arrays."""
+    def get_state(
+        self, components: Names = None, *, not_components: Names = None, **kwargs: Any
+    ) -> dict:
+        """Weights, optimizer state and the learner's own counters, as plain data and arrays
+        (`{"module", "optimizer", ...}`); with RLlib's `components=` / `not_components=`, in
+        RLlib's layout (`trainer.core.learner_components`)."""
 
     @abstractmethod
     def check_state(self, state: dict, where: str = "learner") -> None:
@@ -297,7 +308,8 @@ class Learner(ABC):
 
     @abstractmethod
     def set_state(self, state: dict) -> None:
-        """Takes `state` back after `check_state` (a state that does not fit changes nothing)."""
+        """Takes `state` back after `check_state` (a state that does not fit changes nothing);
+        either layout of `get_state`."""
 
     # -- checkpoints (RLlib's Checkpointable methods) ----------------------------------------
     def save_to_path(
@@ -435,12 +447,17 @@ class NumpyLearner(Learner):
         return norm
 
     # -- state (checkpoints) -----------------------------------------------------------------
-    def get_state(self) -> dict:
-        return {
+    def get_state(
+        self, components: Names = None, *, not_components: Names = None, **kwargs: Any
+    ) -> dict:
+        own = {
             "module": self.module.get_weights(),
             "optimizer": self.optimizer.get_state(),
             **self.get_extra_state(),
         }
+        if components is None and not_components is None:
+            return own
+        return rllib_learner_state(self, own, components, not_components)
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner (see `trainer.util.state_checks`)."""
@@ -450,6 +467,7 @@ class NumpyLearner(Learner):
         self.check_extra_state(state, where)
 
     def set_state(self, state: dict) -> None:
+        state = own_learner_state(self, state, lambda: NumpyLearner.get_state(self))
         self.check_state(state)
         self.module.set_weights(state["module"])
         self.optimizer.set_state(state["optimizer"])

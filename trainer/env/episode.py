@@ -758,7 +758,14 @@ class SingleAgentEpisode(OldEpisodeAPI):
             self.is_terminated = True
         elif other.is_truncated:
             self.is_truncated = True
+        # (`weights_seq_no` goes only to finished chunks: an unfinished one lacks it)
+        if WEIGHTS_SEQ_NO in self.extra_model_outputs and WEIGHTS_SEQ_NO not in (
+            other.extra_model_outputs
+        ):
+            del self.extra_model_outputs[WEIGHTS_SEQ_NO]
         for key in other.extra_model_outputs:
+            if key == WEIGHTS_SEQ_NO and key not in self.extra_model_outputs:
+                continue
             assert key in self.extra_model_outputs, (
                 f"concat_episode(): extra model output {key!r} is not in this episode"
             )
@@ -1186,6 +1193,28 @@ _REWARDS = SingleAgentEpisode.__dict__["rewards"]
 _EXTRA_MODEL_OUTPUTS = SingleAgentEpisode.__dict__["extra_model_outputs"]
 
 
+#: RLlib's extra model output of the weights' sequence number each step was sampled with.
+WEIGHTS_SEQ_NO = "weights_seq_no"
+
+
+def add_weights_seq_no(
+    episode: SingleAgentEpisode, seq_no: int, *, own_slots: bool = False
+) -> None:
+    """Gives `episode` (a sampled chunk) RLlib's per-step extra model output
+    `weights_seq_no`, `seq_no` at every step (lookback included), unless it has one.
+    `own_slots`: read the base class's slots (an `EpisodeView` making its buffers)."""
+    if own_slots:
+        outputs, actions = _EXTRA_MODEL_OUTPUTS.__get__(episode), _ACTIONS.__get__(episode)
+    else:
+        outputs, actions = episode.extra_model_outputs, episode.actions
+    if WEIGHTS_SEQ_NO in outputs:
+        return
+    values = np.full(actions.len_incl_lookback(), seq_no, np.int64)
+    outputs[WEIGHTS_SEQ_NO] = InfiniteLookbackBuffer(
+        values if actions.finalized else values.tolist(), lookback=actions.lookback
+    )
+
+
 def _made_on_read(slot: Any) -> Any:
     """An `EpisodeView` property for the base class's `slot`: the buffers are made (from the
     rows) before it is read or set."""
@@ -1208,7 +1237,7 @@ class EpisodeView(SingleAgentEpisode):
     that reads the length, the return or `custom_data`, or a receiver that counts steps, costs
     no buffers. Everything else is a `SingleAgentEpisode`'s; pickled, it is one."""
 
-    __slots__ = ("_source", "_rows")
+    __slots__ = ("_source", "_rows", "_weights_seq_no")
     #: (source, column index, first row, last row).
     _source: tuple[ColumnSource, int, int, int]
     #: The rows' views once the buffers are made (`rows()`), else None.
@@ -1241,6 +1270,7 @@ class EpisodeView(SingleAgentEpisode):
         episode = cls.__new__(cls)
         episode._source = (source, index, first, last)
         episode._rows = None
+        episode._weights_seq_no = None
         episode._set_plain_slots(
             id_,
             infos,
@@ -1264,7 +1294,17 @@ class EpisodeView(SingleAgentEpisode):
             _set_array_columns(
                 self, rows.observations, rows.actions, rows.rewards, rows.extra_model_outputs
             )
+            seq_no = getattr(self, "_weights_seq_no", None)  # (a LiveEpisode has none)
+            if seq_no is not None:
+                add_weights_seq_no(self, seq_no, own_slots=True)
         return self._rows
+
+    def record_weights_seq_no(self, seq_no: int) -> None:
+        """`add_weights_seq_no` when the buffers are made (now, if they are)."""
+        if self._rows is None:
+            self._weights_seq_no = seq_no
+        else:
+            add_weights_seq_no(self, seq_no)
 
     observations = _made_on_read(_OBSERVATIONS)
     actions = _made_on_read(_ACTIONS)

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from trainer.env.episode import EpisodeView, SingleAgentEpisode
+from trainer.env.episode import WEIGHTS_SEQ_NO, EpisodeView, SingleAgentEpisode
 
 
 class ColumnRows(NamedTuple):
@@ -44,6 +44,8 @@ class ColumnRows(NamedTuple):
     def holds(self, ep: SingleAgentEpisode) -> bool:
         """Whether `ep` still has exactly these views as its columns."""
         extras = ep.extra_model_outputs
+        if WEIGHTS_SEQ_NO in extras and WEIGHTS_SEQ_NO not in self.extra_model_outputs:
+            extras = {key: value for key, value in extras.items() if key != WEIGHTS_SEQ_NO}
         return (
             ep.observations.data is self.observations
             and ep.actions.data is self.actions
@@ -232,7 +234,7 @@ class EpisodeList(list):
                     return None
                 index, first, last = where.column, where.first, where.last
             last_row = max(last_row, last)
-            records.append((index, first, last, _Meta.of(ep)))
+            records.append((index, first, last, _Meta.of(ep), _weights_seq_no_of(ep)))
         return {name: array[: last_row + 1] for name, array in source.arrays().items()}, records
 
 
@@ -351,12 +353,23 @@ def _unpack(
 _NO_ROWS = np.zeros(0)
 
 
+def _weights_seq_no_of(ep: SingleAgentEpisode) -> int | None:
+    """The weights sequence number a sampled episode carries (`add_weights_seq_no`: one per
+    chunk), None for none."""
+    if isinstance(ep, EpisodeView) and ep._rows is None:
+        return getattr(ep, "_weights_seq_no", None)
+    buffer = ep.extra_model_outputs.get(WEIGHTS_SEQ_NO)
+    if buffer is None or not len(buffer.data):
+        return None
+    return int(buffer.data[0])
+
+
 def _unpack_by_column(columns: dict[str, np.ndarray], records: list) -> EpisodeList:
     source = PackedColumns(columns)
     of_rows = EpisodeView.of_rows
     # The records' fields unpacked in `_Meta`'s order (hundreds of episodes per sample: no
     # named tuple and keyword dict per episode).
-    return EpisodeList(
+    episodes = EpisodeList(
         [
             of_rows(
                 source,
@@ -386,6 +399,10 @@ def _unpack_by_column(columns: dict[str, np.ndarray], records: list) -> EpisodeL
                 start_time,
                 last_step_time,
                 infos,
-            ) in records
+            ), _ in records
         ]
     )
+    for episode, record in zip(episodes, records, strict=True):
+        if record[4] is not None:
+            episode._weights_seq_no = record[4]
+    return episodes

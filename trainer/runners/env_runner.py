@@ -117,7 +117,14 @@ from trainer.runners.runner_checkpoint import (
     restore_runner,
     save_runner,
 )
-from trainer.runners.runner_state import RUNNER_STATE_KEYS, check_sampling_state
+from trainer.runners.runner_state import (
+    RUNNER_STATE_KEYS,
+    WEIGHTS_SEQ_NO,
+    check_sampling_state,
+    record_weights_seq_no,
+    single_module_weights,
+    weights_are_new,
+)
 from trainer.runners.sampling_state import capture_sampling_state, restore_sampling_state
 from trainer.runners.sub_env_guard import SubEnvGuard
 from trainer.runners.sub_env_record import SubEnvRecord
@@ -321,6 +328,7 @@ class RunnerSetup:
             )
         finally:
             self._call_explore = None
+        record_weights_seq_no(samples, getattr(self, "_weights_seq_no", 0))
         if self._callbacks.has("on_sample_end"):
             self._callbacks.fire(
                 "on_sample_end", env_runner=self, metrics_logger=self.metrics, samples=samples
@@ -1163,8 +1171,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             require_generator_state(state["rng"], f"{where}['rng']")
         if "global_timestep" in state:
             require_int(state["global_timestep"], f"{where}['global_timestep']")
+        if WEIGHTS_SEQ_NO in state:
+            require_int(state[WEIGHTS_SEQ_NO], f"{where}[{WEIGHTS_SEQ_NO!r}]")
         if RL_MODULE_STATE in state:
-            self.module.check_weights(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
+            self.module.check_weights(
+                single_module_weights(state[RL_MODULE_STATE]), f"{where}[{RL_MODULE_STATE!r}]"
+            )
         if "metrics" in state:
             MetricsLogger.check_state(
                 state["metrics"], f"{where}['metrics']", self.config.stats_cls_lookup
@@ -1188,8 +1200,8 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         self.check_state(state)
         if "rng" in state:
             set_generator_state(self._rng, state["rng"])
-        if RL_MODULE_STATE in state:
-            self.module.set_weights(state[RL_MODULE_STATE])
+        if RL_MODULE_STATE in state and weights_are_new(self, state):
+            self.module.set_weights(single_module_weights(state[RL_MODULE_STATE]))
         if "global_timestep" in state:
             self.global_timestep = state["global_timestep"]
         if "connector_state" in state:

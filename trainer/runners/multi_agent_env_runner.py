@@ -123,7 +123,7 @@ from trainer.runners.runner_checkpoint import (
     COMPONENT_PROTOCOL_METHODS,
     COMPONENT_PROTOCOL_REFUSAL,
 )
-from trainer.runners.runner_state import RUNNER_STATE_KEYS
+from trainer.runners.runner_state import RUNNER_STATE_KEYS, WEIGHTS_SEQ_NO, weights_are_new
 from trainer.util.rllib_members import refuse
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.seeding import module_seed
@@ -1373,6 +1373,8 @@ class MultiAgentEnvRunner(RunnerSetup):
             require_generator_state(state["rng"], f"{where}['rng']")
         if "global_timestep" in state:
             require_int(state["global_timestep"], f"{where}['global_timestep']")
+        if WEIGHTS_SEQ_NO in state:
+            require_int(state[WEIGHTS_SEQ_NO], f"{where}[{WEIGHTS_SEQ_NO!r}]")
         if RL_MODULE_STATE in state:
             weights = require_map(state[RL_MODULE_STATE], f"{where}[{RL_MODULE_STATE!r}]")
             by_name = {str(mid): module for mid, module in self._weighted_modules().items()}
@@ -1412,7 +1414,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         self.check_state(state)
         if "rng" in state:
             set_generator_state(self._rng, state["rng"])
-        if RL_MODULE_STATE in state:
+        if RL_MODULE_STATE in state and weights_are_new(self, state):
             by_name = {str(module_id): module_id for module_id in self.module.keys()}
             self.set_weights(
                 {by_name[name]: weights for name, weights in state[RL_MODULE_STATE].items()}

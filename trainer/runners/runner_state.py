@@ -14,12 +14,49 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from trainer.core.models import RL_MODULE_STATE
-from trainer.env.episode import SingleAgentEpisode
+from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
+from trainer.env.episode import EpisodeView, SingleAgentEpisode, add_weights_seq_no
 from trainer.util.state_checks import StateError, require_generator_state, require_int, require_map
 
-#: The keys `EnvRunner.get_state()` writes.
+#: RLlib's key of the weights' sequence number in a runner state: `set_state` loads the weights
+#: only when it is 0 (or missing) or newer than the runner's, as RLlib's EnvRunners do.
+WEIGHTS_SEQ_NO = "weights_seq_no"
+
+
+def weights_are_new(runner: Any, state: dict) -> bool:
+    """RLlib's rule for a runner state's weights: load them unless `state` carries a sequence
+    number the runner has already reached; the runner keeps the newest number."""
+    seq_no = int(state.get(WEIGHTS_SEQ_NO, 0))
+    new = seq_no == 0 or getattr(runner, "_weights_seq_no", 0) < seq_no
+    if seq_no > 0:
+        runner._weights_seq_no = seq_no
+    return new
+
+
+def single_module_weights(weights: Any) -> Any:
+    """A single-agent runner's weights from RLlib's `{"default_policy": weights}` too."""
+    if isinstance(weights, dict) and DEFAULT_MODULE_ID in weights:
+        return weights[DEFAULT_MODULE_ID]
+    return weights
+
+
+def record_weights_seq_no(episodes: list, seq_no: int) -> None:
+    """Gives each finished episode of a `sample()` call RLlib's per-step extra model output
+    `weights_seq_no`: the sequence number of the weights it was sampled with (constant over a
+    call: weights change between calls only). An `EpisodeView` gets it when its buffers are
+    made. Unfinished chunks get none: the runner may go on recording into them."""
+    for episode in episodes:
+        if not episode.is_done:
+            continue
+        if type(episode) is EpisodeView:  # (made lazily; a LiveEpisode's are made on read)
+            episode.record_weights_seq_no(seq_no)
+        elif isinstance(episode, SingleAgentEpisode):
+            add_weights_seq_no(episode, seq_no)
+
+
+#: The keys `EnvRunner.get_state()` writes (and RLlib's weights sequence number).
 RUNNER_STATE_KEYS = {
+    WEIGHTS_SEQ_NO,
     "rng",
     "global_timestep",
     "exploration",

@@ -53,6 +53,7 @@ from trainer.core.learner import (
     LearningRate,
     adam_settings,
 )
+from trainer.core.learner_components import Names, own_learner_state, rllib_learner_state
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.nn import check_finite_update
@@ -467,6 +468,8 @@ class TorchLearner(Learner):
         # parameters, state, forward_train.)
         self.rl_module: TorchRLModule = cast(TorchRLModule, rl_module)
         self.module_id = ALL_MODULES if self.is_multi_module else module_id
+        if module is not rl_module and not self.is_multi_module and hasattr(module, "keys"):
+            module.module_id = module_id  # (a TorchModuleView: its MultiRLModule calls' id)
         #: The trainable parameters by name (`named_parameters()` order).
         self.named_params: dict[str, torch.nn.Parameter] = {
             name: param for name, param in rl_module.named_parameters() if param.requires_grad
@@ -1447,13 +1450,19 @@ class TorchLearner(Learner):
         return torch.device("cpu")
 
     # -- state -------------------------------------------------------------------------------
-    def get_state(self) -> dict:
+    def get_state(
+        self, components: Names = None, *, not_components: Names = None, **kwargs: Any
+    ) -> dict:
         """{"module": the module's state, "optimizer": {optimizer name: {"lr": [each
         parameter group's rate], "param_state": {parameter name: {state name: array or
         number}}, "lr_schedulers": [each torch lr scheduler's state_dict, plain data]}}}, as
-        copies (later steps update the tensors in place)."""
+        copies (later steps update the tensors in place); with RLlib's `components=` /
+        `not_components=`, in RLlib's layout (`trainer.core.learner_components`; `kwargs` such
+        as `inference_only=True` go to the module's `get_state`)."""
         # Copies: TorchRLModule.get_state's arrays may share memory with the parameters.
-        module_state = {key: np.array(value) for key, value in self.rl_module.get_state().items()}
+        module_state = {
+            key: np.array(value) for key, value in self.rl_module.get_state(**kwargs).items()
+        }
         optimizers = {
             name: self._optimizer_state(entry) for name, entry in self._optimizers.items()
         }
@@ -1463,7 +1472,9 @@ class TorchLearner(Learner):
                 module_id: learner.get_state()
                 for module_id, learner in self.learner_only_learners.items()
             }
-        return state
+        if components is None and not_components is None:
+            return state
+        return rllib_learner_state(self, state, components, not_components)
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         """Raises `StateError` unless `state` fits this learner; changes nothing."""
@@ -1484,6 +1495,7 @@ class TorchLearner(Learner):
                 )
 
     def set_state(self, state: dict) -> None:
+        state = own_learner_state(self, state, lambda: TorchLearner.get_state(self))
         self.check_state(state)
         self.rl_module.set_state(state["module"])
         for name, entry in self._optimizers.items():

@@ -449,11 +449,11 @@ class NumpyTwinHost:
         if self.numpy_twin is not None:
             self.numpy_twin.flush_optimizer()
 
-    def get_state(self) -> dict:
+    def get_state(self, *args: Any, **kwargs: Any) -> dict:
         twin = self.numpy_twin
         if twin is not None and twin.entry.built:
             twin.flush_optimizer()
-        return super().get_state()  # type: ignore[misc]
+        return super().get_state(*args, **kwargs)  # type: ignore[misc]
 
     def _optimizer_state(self, entry: Any) -> dict:
         twin = self.numpy_twin

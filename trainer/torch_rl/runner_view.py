@@ -40,7 +40,7 @@ import torch
 from trainer.compat.rllib_utils import Columns
 from trainer.core.action_layout import ActionLayout, MultiActionDistribution
 from trainer.core.apis import QNetAPI
-from trainer.core.models import SpaceInfo, env_actions
+from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.core.obs_tree import tree_len, tree_map
 from trainer.torch_rl.learner import TorchThreads
@@ -178,10 +178,24 @@ class TorchModuleView:
             raise AttributeError(name)
         return getattr(self.__dict__["rl_module"], name)
 
+    #: The id of the view's module, as a learner's `module` answers RLlib's MultiRLModule
+    #: calls (`keys()`, `items()`, ...); its learner sets it.
+    module_id: Any = DEFAULT_MODULE_ID
+
     def __getitem__(self, module_id: Any) -> TorchRLModule:
         """`learner.module[module_id]` (RLlib's learners hold a MultiRLModule): the torch
         module itself, this view's one module."""
         return self.rl_module
+
+    def keys(self) -> list[Any]:
+        """RLlib's `MultiRLModule.keys()` on a learner's module: this view's one module id."""
+        return [self.module_id]
+
+    def items(self) -> list[tuple[Any, TorchRLModule]]:
+        return [(self.module_id, self.rl_module)]
+
+    def __contains__(self, module_id: Any) -> bool:
+        return module_id == self.module_id
 
     @property
     def observation_space(self) -> Any:

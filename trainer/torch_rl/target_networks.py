@@ -5,6 +5,7 @@ makes of the module it is given, which then makes its target networks."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any, cast
 
 import torch
@@ -54,3 +55,50 @@ def with_target_networks(module: Any, learner: str, algorithm: str) -> Any:
     if set(rl_module.state_dict()) != keys_before and hasattr(module, "rl_module"):
         return TorchModuleView(rl_module, module.spaces)
     return module
+
+
+class TargetUpdateSteps(MutableMapping):
+    """RLlib's `learner.last_update_ts_by_mid` (its DQN and SAC learners': module id -> the
+    env step of the last target update; 0 for any other id) over a learner of one module,
+    whose `last_target_update_step` it reads and writes."""
+
+    def __init__(self, learner: Any):
+        self._learner = learner
+
+    def __getitem__(self, module_id: Any) -> int:
+        if module_id == self._learner.module_id:
+            return int(self._learner.last_target_update_step)
+        return 0
+
+    def __setitem__(self, module_id: Any, step: int) -> None:
+        if module_id != self._learner.module_id:
+            raise KeyError(
+                f"last_update_ts_by_mid[{module_id!r}]: this learner trains "
+                f"{self._learner.module_id!r} only"
+            )
+        self._learner.last_target_update_step = int(step)
+
+    def __delitem__(self, module_id: Any) -> None:
+        self[module_id] = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter([self._learner.module_id])
+
+    def __len__(self) -> int:
+        return 1
+
+
+class TargetUpdateStepsAPI:
+    """`last_update_ts_by_mid` (`TargetUpdateSteps`) for the torch DQN and SAC learners;
+    setting it (RLlib's learners' `set_state` overrides do) sets their own module's step."""
+
+    module_id: Any
+    last_target_update_step: int
+
+    @property
+    def last_update_ts_by_mid(self) -> TargetUpdateSteps:
+        return TargetUpdateSteps(self)
+
+    @last_update_ts_by_mid.setter
+    def last_update_ts_by_mid(self, steps: Mapping[Any, int]) -> None:
+        self.last_target_update_step = int(dict(steps).get(self.module_id, 0))

@@ -56,6 +56,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import TargetNetworkAPI
 from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.core.replay_update_call import rllib_replay_update
 from trainer.metrics import (
     MODULE_TRAIN_BATCH_SIZE_MEAN,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
@@ -63,7 +64,11 @@ from trainer.metrics import (
 )
 from trainer.torch_rl.learner import GLOBAL_NORM_KEY, TorchLearner
 from trainer.torch_rl.numpy_twin import BothPools, NumpyTwinHost
-from trainer.torch_rl.target_networks import update_target_network, with_target_networks
+from trainer.torch_rl.target_networks import (
+    TargetUpdateStepsAPI,
+    update_target_network,
+    with_target_networks,
+)
 from trainer.util.state_checks import require_int
 
 if TYPE_CHECKING:
@@ -73,7 +78,7 @@ if TYPE_CHECKING:
 N_STEP = "n_step"
 
 
-class DQNTorchLearner(NumpyTwinHost, TorchLearner):
+class DQNTorchLearner(TargetUpdateStepsAPI, NumpyTwinHost, TorchLearner):
     """DQN's learner for torch modules (see the module docstring)."""
 
     config: DQNConfig
@@ -136,13 +141,22 @@ class DQNTorchLearner(NumpyTwinHost, TorchLearner):
 
     # -- one update ----------------------------------------------------------------------------
     def update(
-        self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+        self,
+        batch: dict[str, np.ndarray] | None = None,
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+        timesteps: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> UpdateResults:
         """One gradient step on `batch` (the replay buffer's train batch, see the module
         docstring), then the target networks' update when it is due. Returns the numpy
         DQNLearner's statistics (qf_loss, qf_mean, qf_min, qf_max, td_error_mean,
         gradients_adam_global_norm, curr_lr) and, under `TD_ERROR_KEY`, the absolute TD
-        errors per row (the algorithm takes them out before logging)."""
+        errors per row (the algorithm takes them out before logging). RLlib's call,
+        `update(batch=MultiAgentBatch, timesteps=...)`, is taken too
+        (`trainer.core.replay_update_call`)."""
+        if num_env_steps_sampled_lifetime is None:
+            return rllib_replay_update(self, batch, timesteps, **kwargs)
         if self.numpy_update is not None and self.numpy_update.usable():
             return self.numpy_update.update(batch, num_env_steps_sampled_lifetime)
         self.sync_torch_optimizer()

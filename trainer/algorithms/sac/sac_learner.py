@@ -32,6 +32,7 @@ from trainer.algorithms.sac.loss import (
 from trainer.algorithms.sac.sac_module import SACModule
 from trainer.core.blas import BlasThreads
 from trainer.core.learner import LR_KEY, Learner, LearningRate, UpdateResults
+from trainer.core.learner_components import Names, own_learner_state, rllib_learner_state
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import Adam, check_finite_update, clip_gradients
 from trainer.metrics import MODULE_TRAIN_BATCH_SIZE_MEAN, TD_ERROR_KEY
@@ -280,8 +281,13 @@ class SACLearner(Learner):
         module.set_weights(full)
 
     # -- state (checkpoints) -----------------------------------------------------------------
-    def get_state(self) -> dict:
-        return {"module": self.module.get_weights(), **self.get_extra_state()}
+    def get_state(
+        self, components: Names = None, *, not_components: Names = None, **kwargs: Any
+    ) -> dict:
+        own = {"module": self.module.get_weights(), **self.get_extra_state()}
+        if components is None and not_components is None:
+            return own
+        return rllib_learner_state(self, own, components, not_components)
 
     def check_state(self, state: dict, where: str = "learner") -> None:
         require_map(state, where, ("module", *self.extra_state_keys))
@@ -289,6 +295,7 @@ class SACLearner(Learner):
         self.check_extra_state(state, where)
 
     def set_state(self, state: dict) -> None:
+        state = own_learner_state(self, state, lambda: SACLearner.get_state(self))
         self.check_state(state)
         self.module.set_weights(state["module"])
         self.set_extra_state(state)

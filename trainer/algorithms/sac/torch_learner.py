@@ -62,6 +62,7 @@ from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import TargetNetworkAPI
 from trainer.core.learner import UpdateResults
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
+from trainer.core.replay_update_call import rllib_replay_update
 from trainer.metrics import (
     MODULE_TRAIN_BATCH_SIZE_MEAN,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
@@ -73,7 +74,11 @@ from trainer.torch_rl.learner import (
     adam_kernel,
     generator_state_for,
 )
-from trainer.torch_rl.target_networks import update_target_network, with_target_networks
+from trainer.torch_rl.target_networks import (
+    TargetUpdateStepsAPI,
+    update_target_network,
+    with_target_networks,
+)
 from trainer.util.state_checks import require_float_array, require_int
 
 if TYPE_CHECKING:
@@ -95,7 +100,7 @@ def target_entropy_for(config: SACConfig, action_space: gym.Space) -> float:
     return float(value)
 
 
-class SACTorchLearner(OwnGenerator, TorchLearner):
+class SACTorchLearner(TargetUpdateStepsAPI, OwnGenerator, TorchLearner):
     """SAC's learner for torch modules (see the module docstring). RLlib's attributes:
     `curr_log_alpha[module_id]` (the trained log-temperature, a tensor of shape (1,)) and
     `target_entropy[module_id]`."""
@@ -303,13 +308,21 @@ class SACTorchLearner(OwnGenerator, TorchLearner):
 
     # -- one update ----------------------------------------------------------------------------
     def update(
-        self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+        self,
+        batch: dict[str, np.ndarray] | None = None,
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+        timesteps: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> UpdateResults:
         """One step of every optimizer on `batch` (the replay buffer's train batch, see the
         module docstring), then the target critics' update when due. Returns the numpy
         SACLearner's statistics (RLlib's keys; `gradients_<optimizer>_global_norm` with a
         global-norm `grad_clip`) and, under `TD_ERROR_KEY`, the per-row TD errors (the
-        algorithm takes them out before logging)."""
+        algorithm takes them out before logging). RLlib's call, `update(batch=MultiAgentBatch,
+        timesteps=...)`, is taken too (`trainer.core.replay_update_call`)."""
+        if num_env_steps_sampled_lifetime is None:
+            return rllib_replay_update(self, batch, timesteps, **kwargs)
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         preprocess = self.spaces.preprocess
         actions = np.asarray(batch["actions"])
