@@ -598,12 +598,12 @@ def test_other_algorithms_and_tunes_runner_import_and_are_refused_when_used(hook
 
 
 def test_missing_names_import_and_refuse_when_used_with_name_capability_and_instead(hook):
-    from ray.rllib.core.models.base import ActorCriticEncoder
+    from ray.rllib.core.models.base import StatefulActorCriticEncoder
 
     with pytest.raises(RLlibNotAvailable) as catalog:
-        ActorCriticEncoder(None)
+        StatefulActorCriticEncoder(None)
     assert catalog.value.capability == table.TORCH
-    assert "used: ActorCriticEncoder()" in str(catalog.value)
+    assert "used: StatefulActorCriticEncoder()" in str(catalog.value)
 
     from ray.rllib.policy.policy import PolicySpec  # the new stack's multi_agent() takes it
 

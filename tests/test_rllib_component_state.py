@@ -196,3 +196,45 @@ def test_rllibs_never_fired_events_exist_and_an_override_is_warned_about(
         assert "never called" not in caplog.text
         warn_never_called([Old()])
     assert "Old.on_learn_on_batch (never called here)" in caplog.text
+
+
+def test_env_runner_connector_components_come_under_rllibs_names() -> None:
+    from trainer.connectors import MeanStdFilter
+
+    config = _ppo().env_runners(env_to_module_connector=lambda env, spaces, device: MeanStdFilter())
+    algo = config.build()
+    try:
+        runner = algo.env_runner
+        runner.sample(num_timesteps=50)
+        state = runner.get_state(components=["env_to_module_connector", "module_to_env_connector"])
+        assert set(state) == {"env_to_module_connector", "module_to_env_connector"}
+        assert state["env_to_module_connector"]  # the filter's statistics
+        assert state["module_to_env_connector"] == {}  # (no module-to-env pieces)
+        runner.sample(num_timesteps=50)
+        assert runner.get_state(components="env_to_module_connector") != state
+        runner.set_state({"env_to_module_connector": state["env_to_module_connector"]})
+        again = runner.get_state(components="env_to_module_connector")
+        assert _same_tree(again["env_to_module_connector"], state["env_to_module_connector"])
+    finally:
+        algo.stop()
+
+
+def _same_tree(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(_same_tree(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_tree(x, y) for x, y in zip(a, b, strict=True))
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+def test_a_numpy_learners_module_is_indexed_by_module_id() -> None:
+    algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0).build()
+    try:
+        learner = algo.learner
+        assert learner.module["default_policy"] is learner.module
+        with pytest.raises(TypeError, match="module id"):
+            learner.module[None]
+    finally:
+        algo.stop()

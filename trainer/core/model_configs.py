@@ -16,9 +16,12 @@ Besides the MLPs: `FreeLogStdMLPHeadConfig` (an MLP for the means and free log-s
 parameters), `CNNEncoderConfig` (RLlib's TorchCNNEncoder: "same"/"valid"-padded convolutions,
 channels-last images in), `CNNTransposeHeadConfig` (RLlib's TorchCNNTransposeHead: a dense layer
 to an image, then TF-style "same" transposed convolutions) and `RecurrentEncoderConfig` (RLlib's
-TorchLSTMEncoder / TorchGRUEncoder); each config's `output_dims` is computed without torch, as
-RLlib's. Other frameworks, and RLlib's actor-critic and multi-stream encoder configs, are not
-here: `build(framework="tf2")` raises naming torch.
+TorchLSTMEncoder / TorchGRUEncoder) and `ActorCriticEncoderConfig` (RLlib's
+TorchActorCriticEncoder over a base encoder config: shared, or one each for the policy and the
+value function; what a user's PPOCatalog builds its own encoders with); each config's
+`output_dims` is computed without torch, as RLlib's. Other frameworks, RLlib's stateful
+actor-critic and multi-stream encoder configs are not here: `build(framework="tf2")` raises
+naming torch.
 """
 
 from __future__ import annotations
@@ -128,6 +131,39 @@ class Encoder(Model, abc.ABC):
     `Columns.STATE_OUT` for a recurrent one)."""
 
 
+class ActorCriticEncoder(Encoder):
+    """RLlib's actor-critic encoder (`ActorCriticEncoderConfig`): one encoder shared by the
+    policy and the value function (`encoder`), or one each (`actor_encoder`,
+    `critic_encoder`; no critic encoder when `inference_only`), each built from
+    `config.base_encoder_config` with the class's `framework`. Its output is
+    `{ENCODER_OUT: {ACTOR: ..., CRITIC: ...}}` (no `CRITIC` when `inference_only`)."""
+
+    framework: str | None = None
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__(config)
+        acc: Any = config
+        if acc.shared:
+            self.encoder = acc.base_encoder_config.build(framework=self.framework)
+        else:
+            self.actor_encoder = acc.base_encoder_config.build(framework=self.framework)
+            self.critic_encoder = None
+            if not acc.inference_only:
+                self.critic_encoder = acc.base_encoder_config.build(framework=self.framework)
+
+    def _forward(self, inputs: dict, **kwargs: Any) -> dict:
+        if self.config.shared:
+            out = self.encoder(inputs, **kwargs)[ENCODER_OUT]
+            return {
+                ENCODER_OUT: {ACTOR: out, **({} if self.config.inference_only else {CRITIC: out})}
+            }
+        actor_out = self.actor_encoder(inputs, **kwargs)[ENCODER_OUT]
+        outputs = {ACTOR: actor_out}
+        if not self.config.inference_only and self.critic_encoder is not None:
+            outputs[CRITIC] = self.critic_encoder(inputs, **kwargs)[ENCODER_OUT]
+        return {ENCODER_OUT: outputs}
+
+
 @dataclass
 class ModelConfig:
     """RLlib's base of the model configs: `input_dims` (the input's shape without the batch
@@ -231,6 +267,32 @@ class MLPHeadConfig(_MLPConfig):
     def build(self, framework: str = "torch") -> Any:
         self._validate(framework)
         return importlib.import_module(TORCH_NETWORKS).TorchMLPHead(self)
+
+
+@dataclass
+class ActorCriticEncoderConfig(ModelConfig):
+    """RLlib's config of an actor-critic encoder (`ActorCriticEncoder`): `base_encoder_config`
+    built once (`shared`) or twice (policy and value function; the value function's left
+    out with `inference_only`). A recurrent base encoder is not taken here."""
+
+    base_encoder_config: ModelConfig | None = None
+    shared: bool = True
+    inference_only: bool = False
+
+    def build(self, framework: str = "torch") -> Any:
+        self._check_framework(framework)
+        if isinstance(self.base_encoder_config, RecurrentEncoderConfig):
+            raise ValueError(
+                "ActorCriticEncoderConfig(base_encoder_config=RecurrentEncoderConfig(...)): "
+                "RLlib's stateful actor-critic encoder is not built here; a default module's "
+                "model_config(use_lstm=True) builds its recurrent encoder itself"
+            )
+        return importlib.import_module(TORCH_NETWORKS).TorchActorCriticEncoder(self)
+
+    @property
+    def output_dims(self) -> tuple[int, ...] | None:
+        base = self.base_encoder_config
+        return None if base is None else base.output_dims
 
 
 @dataclass

@@ -752,6 +752,15 @@ class FlatParameterModule(RLModuleAPI):
     reads one vector with no gathering.
     """
 
+    def __getitem__(self, module_id: Any) -> FlatParameterModule:
+        """`learner.module[module_id]` (RLlib's learners hold a MultiRLModule indexed by module
+        id): a learner's module is one module, this one."""
+        if not isinstance(module_id, (str, int)):
+            raise TypeError(
+                f"{type(self).__name__}[{module_id!r}]: index a learner's module by module id"
+            )
+        return self
+
     @classmethod
     def state_for_torch_module(
         cls, state: dict, model_config: dict, module: Any, where: str

@@ -105,6 +105,35 @@ def get_dummy_batch_for_space(
     return np.full(leading + tuple(shape), fill_value, dtype=dtype)
 
 
+def space_takes(space: gym.Space, value: Any) -> bool:
+    """Whether `space` takes `value` as RLlib's new stack does: `space.contains(value)`, or,
+    for a Box (in a Dict or Tuple too), numbers of its shape within its bounds in another
+    dtype (a float64 observation in a float32 Box: RLlib neither checks nor refuses it, and
+    the module reads it as float32)."""
+    if space.contains(value):
+        return True
+    if isinstance(space, gym.spaces.Box):
+        array = np.asarray(value)
+        if array.shape != space.shape or array.dtype.kind not in "fiub":
+            return False
+        with np.errstate(invalid="ignore", over="ignore"):
+            cast = array.astype(space.dtype)
+        return bool(np.all(cast >= space.low) and np.all(cast <= space.high))
+    if isinstance(space, gym.spaces.Dict):
+        return (
+            isinstance(value, dict)
+            and value.keys() == space.spaces.keys()
+            and all(space_takes(sub, value[key]) for key, sub in space.spaces.items())
+        )
+    if isinstance(space, gym.spaces.Tuple):
+        return (
+            isinstance(value, (tuple, list))
+            and len(value) == len(space.spaces)
+            and all(space_takes(sub, item) for sub, item in zip(space.spaces, value, strict=True))
+        )
+    return False
+
+
 def one_hot(
     x: Any, depth: int = 0, on_value: float = 1.0, off_value: float = 0.0, dtype: Any = np.float32
 ) -> np.ndarray:

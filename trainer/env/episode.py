@@ -27,7 +27,7 @@ import numpy as np
 from trainer.capabilities import OLD_API_STACK
 from trainer.checkpoints.codec import is_plain_data
 from trainer.compat.old_api import OldEpisodeAPI
-from trainer.core.spaces import space_from_dict, space_to_dict
+from trainer.core.spaces import space_from_dict, space_takes, space_to_dict
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer, split_rows, structs_equal
 from trainer.util.rllib_members import refuse
 
@@ -592,7 +592,7 @@ class SingleAgentEpisode(OldEpisodeAPI):
 
     @staticmethod
     def _check_space(space: gym.Space | None, value: Any, what: str) -> None:
-        if space is not None and not space.contains(value):
+        if space is not None and not space_takes(space, value):
             raise ValueError(
                 f"SingleAgentEpisode: {what} {value!r} is not in the episode's {what} space {space}"
             )

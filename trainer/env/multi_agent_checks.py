@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from trainer.core.spaces import space_takes
 from trainer.env.multi_agent_env import ALL_AGENTS, MultiAgentEnv
 
 logger = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class _EnvChecker:
                     "gymnasium space; set observation_spaces (a dict by agent id) or override "
                     "get_observation_space(agent_id)"
                 )
-            if space.contains(value):
+            if space_takes(space, value):
                 continue
             path, sub_space, sub_value = _offending_part(space, value)
             where = f" (at {path})" if path else ""
@@ -212,8 +213,8 @@ class _EnvChecker:
                 f"within your env's observation space: {self.name}.{method}: the observation "
                 f"of agent {agent_id!r} is not in its "
                 f"observation space{where}: {_short(sub_value)} ({_type_of(sub_value)}) is not "
-                f"in {sub_space} (dtype {getattr(sub_space, 'dtype', None)}). A dtype that does "
-                "not cast to the space's (float64 for float32) or a value out of bounds fails"
+                f"in {sub_space} (dtype {getattr(sub_space, 'dtype', None)}): a value out of "
+                "bounds, of another shape or not a number fails (another numeric dtype is cast)"
             )
 
     def _check_infos(self, infos: dict, method: str) -> None:

@@ -202,6 +202,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.models.base": ("trainer.core.model_configs",),
     "ray.rllib.core.models.configs": ("trainer.core.model_configs",),
     "ray.rllib.core.models.torch.base": ("trainer.torch_rl.model_config_networks",),
+    "ray.rllib.core.models.torch.encoder": ("trainer.torch_rl.model_config_networks",),
+    "ray.rllib.core.models.torch.heads": ("trainer.torch_rl.model_config_networks",),
     "ray.rllib.utils.debug": ("trainer.util.seeding",),
     "ray.rllib.utils.debug.deterministic": ("trainer.util.seeding",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
@@ -496,8 +498,8 @@ _TUNE_NAMES = (*TUNE_RUNNER_NAMES, "SyncConfig", "PlacementGroupFactory", "Check
 #: What RLlib's model modules have beyond the MLP configs served (`trainer.core.model_configs`).
 _MODEL_CONFIGS_INSTEAD = (
     "MLPEncoderConfig, MLPHeadConfig, FreeLogStdMLPHeadConfig, CNNEncoderConfig, "
-    "CNNTransposeHeadConfig and RecurrentEncoderConfig (ray.rllib.core.models.configs) for your "
-    "own module's networks, or " + _MODEL
+    "CNNTransposeHeadConfig, RecurrentEncoderConfig and ActorCriticEncoderConfig "
+    "(ray.rllib.core.models.configs) for your own module's networks, or " + _MODEL
 )
 
 #: RLlib's old-stack functions that build a class (`CQLTorchPolicy = build_policy_class(

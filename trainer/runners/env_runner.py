@@ -121,7 +121,9 @@ from trainer.runners.runner_state import (
     RUNNER_STATE_KEYS,
     WEIGHTS_SEQ_NO,
     check_sampling_state,
+    connector_components,
     record_weights_seq_no,
+    set_connector_components,
     single_module_weights,
     weights_are_new,
 )
@@ -1135,9 +1137,13 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         stands: each sub-env's captured state (see `trainer.env.env_state`), the current
         observations and the unfinished episodes. Plain data and numpy arrays only.
         `components` keeps only the named top-level keys, `not_components` drops them
-        (RLlib's Checkpointable arguments; a name or a list)."""
+        (RLlib's Checkpointable arguments; a name or a list); RLlib's
+        `"env_to_module_connector"` / `"module_to_env_connector"` give that pipeline's state."""
         state = self._full_runner_state(include_weights, include_env)
-        return select_components(state, components, not_components)
+        return {
+            **select_components(state, components, not_components),
+            **connector_components(self, components, not_components),
+        }
 
     def _full_runner_state(self, include_weights: bool, include_env: bool) -> dict:
         state = {
@@ -1206,6 +1212,7 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             self.global_timestep = state["global_timestep"]
         if "connector_state" in state:
             self.set_connector_state(state["connector_state"])
+        set_connector_components(self, state)
         if "exploration" in state:
             self.exploration.set_state(state["exploration"])
         if "metrics" in state:

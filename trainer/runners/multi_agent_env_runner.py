@@ -123,7 +123,13 @@ from trainer.runners.runner_checkpoint import (
     COMPONENT_PROTOCOL_METHODS,
     COMPONENT_PROTOCOL_REFUSAL,
 )
-from trainer.runners.runner_state import RUNNER_STATE_KEYS, WEIGHTS_SEQ_NO, weights_are_new
+from trainer.runners.runner_state import (
+    RUNNER_STATE_KEYS,
+    WEIGHTS_SEQ_NO,
+    connector_components,
+    set_connector_components,
+    weights_are_new,
+)
 from trainer.util.rllib_members import refuse
 from trainer.util.rng import generator_state, set_generator_state
 from trainer.util.seeding import module_seed
@@ -1360,7 +1366,10 @@ class MultiAgentEnvRunner(RunnerSetup):
             state["connector_state"] = connector_state
         if include_env:
             state["sampling"] = self._sampling_state()
-        return select_components(state, components, not_components)
+        return {
+            **select_components(state, components, not_components),
+            **connector_components(self, components, not_components),
+        }
 
     def check_state(self, state: Any, where: str = "env_runner") -> None:
         """Raises `StateError` unless `state` is one `get_state()` of such a runner wrote (or
@@ -1423,6 +1432,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             self.global_timestep = int(state["global_timestep"])
         if state.get("connector_state") is not None:
             self.set_connector_state(state["connector_state"])
+        set_connector_components(self, state)
         if "exploration" in state:
             for module_id, actor in self._actors.items():
                 if str(module_id) in state["exploration"]:

@@ -54,9 +54,42 @@ def record_weights_seq_no(episodes: list, seq_no: int) -> None:
             add_weights_seq_no(episode, seq_no)
 
 
-#: The keys `EnvRunner.get_state()` writes (and RLlib's weights sequence number).
+#: RLlib's component names of an EnvRunner's two connector pipelines (`get_state(components=
+#: ...)` gives each pipeline's own state under its name; `set_state` takes it back).
+CONNECTOR_COMPONENTS = ("env_to_module_connector", "module_to_env_connector")
+
+
+def _pipelines(runner: Any) -> dict[str, Any]:
+    return {
+        "env_to_module_connector": getattr(runner, "_env_to_module", None),
+        "module_to_env_connector": getattr(runner, "_module_to_env", None),
+    }
+
+
+def connector_components(runner: Any, components: Any, not_components: Any) -> dict:
+    """The pipelines' states a `get_state(components=...)` names (`{}` for a runner without
+    that pipeline, as RLlib's empty default pipeline gives)."""
+    asked = [components] if isinstance(components, str) else list(components or ())
+    left_out = [not_components] if isinstance(not_components, str) else list(not_components or ())
+    return {
+        name: pipeline.get_state() if pipeline is not None else {}
+        for name, pipeline in _pipelines(runner).items()
+        if name in asked and name not in left_out
+    }
+
+
+def set_connector_components(runner: Any, state: dict) -> None:
+    """Sets the pipelines' states `state` has under RLlib's component names."""
+    for name, pipeline in _pipelines(runner).items():
+        if state.get(name) and pipeline is not None:
+            pipeline.set_state(state[name])
+
+
+#: The keys `EnvRunner.get_state()` writes (and RLlib's weights sequence number and connector
+#: components).
 RUNNER_STATE_KEYS = {
     WEIGHTS_SEQ_NO,
+    *CONNECTOR_COMPONENTS,
     "rng",
     "global_timestep",
     "exploration",

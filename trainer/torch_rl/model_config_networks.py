@@ -16,6 +16,7 @@ from torch import nn
 from trainer.compat.rllib_utils import Columns
 from trainer.core.model_configs import (
     ENCODER_OUT,
+    ActorCriticEncoder,
     Model,
     same_padding,
     same_padding_transpose_after_stride,
@@ -180,6 +181,17 @@ class TorchFreeLogStdMLPHead(TorchModel):
             clip = self.log_std_clip_param_const
             log_std = torch.clamp(log_std, -clip, clip)
         return torch.cat([mean, log_std.unsqueeze(0).expand(mean.shape[0], -1)], dim=1)
+
+
+class TorchActorCriticEncoder(TorchModel, ActorCriticEncoder):
+    """RLlib's TorchActorCriticEncoder (`ActorCriticEncoderConfig.build("torch")`): see
+    `ActorCriticEncoder`."""
+
+    framework = "torch"
+
+    def __init__(self, config: Any) -> None:
+        TorchModel.__init__(self, config)
+        ActorCriticEncoder.__init__(self, config)
 
 
 class TorchMLPEncoder(TorchModel):

@@ -28,8 +28,8 @@ class NumpyPPOInference:
     """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy."""
 
     def __init__(self, module: Any, watched: WatchedParameters) -> None:
-        if module._stateful or module._encode_obs.image:
-            raise NotKnown
+        if module._stateful or module._rllib_encoder or module._encode_obs.image:
+            raise NotKnown  # (a catalog's RLlib-kind encoder: its own torch forward)
         encoder = module.encoder
         self.encoder = numpy_mlp_encoder(
             encoder.encoder if encoder.shared else encoder.actor_encoder, watched

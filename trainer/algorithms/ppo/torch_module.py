@@ -51,6 +51,8 @@ from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.action_layout import is_composite_action_space
 from trainer.core.apis import InferenceOnlyAPI, ValueFunctionAPI
+from trainer.core.model_configs import ACTOR, CRITIC, ENCODER_OUT
+from trainer.core.model_configs import ActorCriticEncoder as RLlibActorCriticEncoder
 from trainer.core.models import (
     SpaceInfo,
     StateConversionError,
@@ -138,6 +140,8 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
     export_describer = "trainer.algorithms.ppo.torch_export:describe_torch"
 
     reads_default_model_config_only = True
+    #: Whether the encoder is one of RLlib's model-config kind (set by `setup`).
+    _rllib_encoder = False
 
     def setup(self) -> None:
         where = f"{type(self).__name__}"
@@ -155,7 +159,16 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             model_config = default_keys_of(model_config)
         config = check_model_config(model_config, setting="model_config")
         self._config = config
-        self._encode_obs = ObservationEncoding(self.observation_space, where)
+        # (a catalog's own RLlib-kind encoder may read spaces the default encoding does not:
+        # the refusal waits until the encoder is known)
+        refusal: UnsupportedValue | None = None
+        try:
+            self._encode_obs = ObservationEncoding(self.observation_space, where)
+        except UnsupportedValue as error:
+            if self.catalog is None:
+                raise
+            refusal = error
+            self._encode_obs = None  # type: ignore[assignment]
         # RLlib's Catalog choice: categorical, diagonal Gaussian, multi-categorical
         # (MultiDiscrete) or multi-distribution (Tuple, Dict).
         self.action_dist_cls = action_dist_cls_for(self.action_space, f"{where}: action_space")
@@ -186,6 +199,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             )
             self._prev_reward = bool(config["lstm_use_prev_reward"])
         catalog = self.catalog
+        self._rllib_encoder = False
         # An ActorCriticEncoder, or a RecurrentActorCriticEncoder with use_lstm.
         self.encoder: Any
         if catalog is None:
@@ -197,9 +211,19 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             return
         # RLlib's PPOTorchRLModule builds its parts through its catalog, whose builders a
         # PPOCatalog subclass may override (the defaults build what is above).
+        acc = catalog.__dict__.get("actor_critic_encoder_config")
+        if self.inference_only and acc is not None and hasattr(acc, "inference_only"):
+            acc.inference_only = True  # (RLlib's: an inference-only module has no critic)
         self.encoder = catalog.build_actor_critic_encoder(framework="torch")
+        #: Whether the encoder is one of RLlib's model-config kind (a user's
+        #: `ActorCriticEncoder`): a batch dict in, `{ENCODER_OUT: {ACTOR, CRITIC}}` out.
+        self._rllib_encoder = isinstance(self.encoder, RLlibActorCriticEncoder)
+        if refusal is not None and not self._rllib_encoder:
+            raise refusal
         needed = _RECURRENT_ENCODER_API if self._stateful else _ENCODER_API
         missing = [name for name in needed if not hasattr(self.encoder, name)]
+        if missing and self._rllib_encoder and not self._stateful:
+            missing = []
         if missing:
             raise TypeError(
                 f"{where}: {type(catalog).__name__}.build_actor_critic_encoder() returned a "
@@ -208,7 +232,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 "ActorCriticEncoder, or RecurrentActorCriticEncoder with use_lstm); override "
                 "build_pi_head / build_vf_head for other heads"
             )
-        if catalog._latent_dims is None:
+        if catalog._latent_dims is None and not self._rllib_encoder:
             catalog.latent_dims = (int(self.encoder.output_dim),)
         self.pi = catalog.build_pi_head(framework="torch")
         self.vf = catalog.build_vf_head(framework="torch")
@@ -237,6 +261,24 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
         return self._encode_obs(batch[Columns.OBS], like=self._parameter())
+
+    def _encoder_batch(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """What an RLlib-kind encoder reads: the batch with its observations as tensors in the
+        observation space's structure (a Dict's as a dict), as RLlib's modules get them."""
+        like = self._parameter()
+
+        def tensor(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {key: tensor(item) for key, item in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(tensor(item) for item in value)
+            value = torch.as_tensor(value, device=like.device)
+            return value.to(like.dtype) if value.is_floating_point() else value
+
+        return {**batch, Columns.OBS: tensor(batch[Columns.OBS])}
+
+    def _rllib_encoder_outputs(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return self.encoder(self._encoder_batch(batch))[ENCODER_OUT]
 
     def has_default_parts(self) -> bool:
         """Whether the encoder and heads are the default ones (not a catalog subclass's own),
@@ -309,7 +351,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
                 Columns.STATE_OUT: state_out,
             }
-        features = self.encoder.encode_actor(self._obs(batch))
+        if self._rllib_encoder:
+            features = self._rllib_encoder_outputs(batch)[ACTOR]
+        else:
+            features = self.encoder.encode_actor(self._obs(batch))
         return {Columns.ACTION_DIST_INPUTS: self.pi(features)}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -322,7 +367,11 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 Columns.EMBEDDINGS: critic_features,
                 Columns.STATE_OUT: state_out,
             }
-        actor_features, critic_features = self.encoder(self._obs(batch))
+        if self._rllib_encoder:
+            outputs = self._rllib_encoder_outputs(batch)
+            actor_features, critic_features = outputs[ACTOR], outputs[CRITIC]
+        else:
+            actor_features, critic_features = self.encoder(self._obs(batch))
         return {
             Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
             Columns.EMBEDDINGS: critic_features,
@@ -341,6 +390,10 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             embeddings = self.encoder.encode_critic(
                 self._sequence_inputs(batch), self._state_in(batch)
             )
+        elif embeddings is None and self._rllib_encoder:
+            critic = self.encoder.encoder if self.encoder.config.shared else None
+            critic = critic if critic is not None else self.encoder.critic_encoder
+            embeddings = critic(self._encoder_batch(batch))[ENCODER_OUT]
         elif embeddings is None:
             embeddings = self.encoder.encode_critic(self._obs(batch))
         return self.vf(embeddings).squeeze(-1)
