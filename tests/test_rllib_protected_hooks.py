@@ -211,3 +211,24 @@ def test_an_env_runner_saves_and_restores_its_own_checkpoint(tmp_path: Any) -> N
             runner.restore_from_path(path, component="rl_module")
     finally:
         algo.stop()
+
+
+def test_ppos_kl_coefficient_is_adapted_through_update_module_kl_coeff() -> None:
+    """RLlib's PPO learner adapts the KL coefficient in `_update_module_kl_coeff` after an
+    update's epochs; a subclass's override (users' learners write their own rule) takes
+    effect, on the torch and the numpy learners."""
+    calls: list[tuple[str, float]] = []
+
+    class FixedKLLearner(PPOTorchLearner):
+        @override(PPOTorchLearner)
+        def _update_module_kl_coeff(self, *, module_id: str, config: Any, kl_loss: float) -> None:
+            calls.append((module_id, kl_loss))
+            self.kl_coeff = 0.123
+
+    algo = _ppo(use_kl_loss=True, learner_class=FixedKLLearner).build()
+    try:
+        result = algo.train()
+        assert calls and calls[0][0] == "default_policy" and calls[0][1] >= 0.0
+        assert result["learners"]["default_policy"]["curr_kl_coeff"] == 0.123
+    finally:
+        algo.stop()

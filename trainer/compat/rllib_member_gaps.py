@@ -340,7 +340,6 @@ GAPS: dict[str, str] = {
     ),
     **_rows(_EXAMPLE_SIGNATURE, "OneHot", "_encode_obs"),
     **_rows(_TRAINING_STEP_INTERNALS, "PPO", "_training_step_old_api_stack"),
-    **_rows(_LOSS_INTERNALS, "PPOTorchLearner", "_update_module_kl_coeff"),
     **_rows(_METRICS_INTERNALS, "PercentilesStats", "_comp_error"),
     **_rows(_CONNECTOR_INTERNALS, "PrevActionsPrevRewards", "_convert_individual_space"),
     **_rows(

@@ -245,6 +245,12 @@ class PPOLearnerState:
         """RLlib's step of the scheduler after an update's gradient steps."""
         return float(self._entropy_scheduler().update(num_env_steps_sampled_lifetime))
 
+    def _update_module_kl_coeff(self, *, module_id: Any, config: Any, kl_loss: float) -> None:
+        """RLlib's hook after an update's epochs, with `use_kl_loss`: adapts the KL coefficient
+        towards `config.kl_target` on the update's mean KL `kl_loss` (x1.5 above twice the
+        target, x0.5 below half). A subclass's override takes effect (it sets `kl_coeff`)."""
+        self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl_loss, config)
+
     def get_extra_state(self) -> dict:
         return {"kl_coeff": self.kl_coeff, "rng": generator_state(self.rng)}
 
@@ -364,7 +370,9 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:  # (on the learners' mean KL: every replica adapts alike)
             kl = self.mean_over_learners(float(results[MEAN_KL_LOSS]))
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
+            self._update_module_kl_coeff(
+                module_id=getattr(self, "module_id", DEFAULT_MODULE_ID), config=cfg, kl_loss=kl
+            )
         results[CURR_KL_COEFF] = self.kl_coeff
         if num_env_steps_sampled_lifetime is not None:  # (None: the torch learner steps it)
             self.update_entropy_coeff(num_env_steps_sampled_lifetime)

@@ -36,7 +36,6 @@ from trainer.algorithms.ppo.loss import (
     CURR_ENTROPY_COEFF,
     CURR_KL_COEFF,
     MEAN_KL_LOSS,
-    adapted_kl_coeff,
     torch_loss,
 )
 from trainer.algorithms.ppo.numpy_update import NumpyPPOUpdate
@@ -427,7 +426,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         results: UpdateResults = dict(step_stats)
         if cfg.use_kl_loss:  # (on the learners' mean KL: every replica adapts alike)
             kl = self.mean_over_learners(float(results[MEAN_KL_LOSS]))
-            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
+            self._update_module_kl_coeff(module_id=self.module_id, config=cfg, kl_loss=kl)
         # Torch lr schedulers step once per update, after it (RLlib's TorchLearner).
         self.after_gradient_based_update(
             timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: num_env_steps_sampled_lifetime or 0}
