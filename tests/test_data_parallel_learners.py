@@ -876,7 +876,7 @@ def test_the_learner_group_reaches_every_learner():
     try:
         group = algo.learner_group
         assert len(group) == 3 and not group.is_local
-        pids = group.foreach_learner(lambda learner: os.getpid())
+        pids = [result.get() for result in group.foreach_learner(lambda learner: os.getpid())]
         assert len(set(pids)) == 3 and pids[0] == os.getpid()
         # A change every learner makes (learner 0's counts) reaches the next update alike.
         group.foreach_learner(lambda learner: setattr(learner, "kl_coeff", 0.5))

@@ -522,7 +522,11 @@ def test_foreach_learner_takes_rllibs_actor_options_and_passes_only_kwargs():
             remote_actor_ids=None,
             scale=2,
         )
-        assert seen == [("PPOLearner", 2)]
+        # RLlib's RemoteCallResults: one CallResult per learner.
+        assert len(seen) == 1 and [(r.actor_id, r.ok, r.get()) for r in seen] == [
+            (0, True, ("PPOLearner", 2))
+        ]
+        assert seen.values() == [("PPOLearner", 2)]
         with pytest.raises(NotSupported, match="return_obj_refs=True"):
             group.foreach_learner(lambda learner: None, return_obj_refs=True)
     finally:

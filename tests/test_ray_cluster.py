@@ -218,7 +218,7 @@ def test_learner_actors_spread_over_the_nodes_and_stop_leaves_none(cluster):
         # (by value: the actors do not import this test module)
         nodes = algo.learner_group.foreach_learner(
             lambda learner: ray.get_runtime_context().get_node_id()
-        )
+        ).values()
         actors = [worker.link.actor for worker in algo.learner_replicas.workers]
         assert len(nodes) == 4 and len(set(nodes[1:])) == 3  # 1 CPU each: one per node
         algo.train()

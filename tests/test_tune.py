@@ -576,6 +576,22 @@ def test_a_sac_grid_search_runs_each_trial(tmp_path):
         assert result.metrics["learners"]["default_policy"]["qf_loss"] >= 0.0
 
 
+def test_a_grid_over_envs_in_the_environment_section_runs_a_trial_per_env(tmp_path):
+    """RLlib's benchmark scripts search over envs: `environment(env=tune.grid_search([...]))`.
+    Each option is checked when set; each trial gets one env."""
+    with pytest.raises(ConfigError, match="NoSuchEnv-v0"):
+        tiny_ppo().environment(env=tune.grid_search(["CartPole-v1", "NoSuchEnv-v0"]))
+    config = tiny_ppo().environment(env=tune.grid_search(["CartPole-v1", "Acrobot-v1"]))
+    results = tune.Tuner(
+        "PPO",
+        param_space=config,
+        run_config=run_config(tmp_path, name="envs", stop={"training_iteration": 1}),
+    ).fit()
+    assert results.num_errors == 0
+    assert sorted(r.config["env"] for r in results) == ["Acrobot-v1", "CartPole-v1"]
+    assert all(r.metrics["training_iteration"] == 1 for r in results)
+
+
 def test_appo_runs_under_tune_with_its_learner_thread_in_each_trial(tmp_path):
     """An APPO trial samples on its EnvRunner processes while its learner thread learns, and
     ends with a checkpoint that restores its target network."""

@@ -201,10 +201,11 @@ def test_a_users_ppo_learner_written_against_rllibs_members_trains(hook):
         .build()
     )
     try:
-        assert algo.learner_group.foreach_learner(lambda learner: learner.framework) == ["torch"]
+        frameworks = algo.learner_group.foreach_learner(lambda learner: learner.framework)
+        assert [result.get() for result in frameworks] == ["torch"]
         algo.train()
         algo.train()
-        seen = algo.learner_group.foreach_learner(lambda learner: learner.seen)[0]
+        seen = algo.learner_group.foreach_learner(lambda learner: learner.seen).values()[0]
         # Two updates of two minibatches: the schedule stepped after the first update (at the
         # env steps sampled by then), as RLlib's PPOLearner steps its schedulers.
         assert seen[0] == seen[1] == 0.5 and 0.0 < seen[2] < 0.5, seen

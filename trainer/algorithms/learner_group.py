@@ -44,6 +44,7 @@ from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.env.envs import EnvContext, make_env_creator
 from trainer.errors import ConfigError, UnsupportedCall
 from trainer.torch_rl import require_torch
+from trainer.util.call_results import RemoteCallResults
 from trainer.util.rllib_members import refuse
 
 
@@ -351,9 +352,10 @@ class LearnerGroup:
         return_obj_refs: bool = False,
         mark_healthy: bool = False,
         **kwargs: Any,
-    ) -> list:
+    ) -> RemoteCallResults:
         """`func(learner, **kwargs)` on each learner: the one, or every data-parallel learner
-        (learner 0's value first). RLlib's options for its learner actors (`healthy_only`,
+        (learner 0's first), as RLlib's `RemoteCallResults` (iterate: one `CallResult` per
+        learner, `.get()` its value; `.values()` all of them). RLlib's options for its learner actors (`healthy_only`,
         `remote_actor_ids`, `timeout_seconds`, `return_obj_refs`, `mark_healthy`) are taken
         and not passed to `func`: the learners here answer in process (a data-parallel
         worker within its own bound)."""
@@ -365,8 +367,8 @@ class LearnerGroup:
             )
         replicas = self._replicas
         if replicas is not None:
-            return list(replicas.foreach_learner(func, **kwargs))
-        return [func(self._learner, **kwargs)]
+            return RemoteCallResults.of_values(list(replicas.foreach_learner(func, **kwargs)))
+        return RemoteCallResults.of_values([func(self._learner, **kwargs)])
 
     def save_to_path(
         self, path: str | os.PathLike | None = None, *, state: dict | None = None, **kwargs: Any

@@ -204,6 +204,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "ray.rllib.core.models.torch.base": ("trainer.torch_rl.model_config_networks",),
     "ray.rllib.core.models.torch.encoder": ("trainer.torch_rl.model_config_networks",),
     "ray.rllib.core.models.torch.heads": ("trainer.torch_rl.model_config_networks",),
+    "ray.rllib.utils.actor_manager": ("trainer.util.call_results",),
     "ray.rllib.utils.debug": ("trainer.util.seeding",),
     "ray.rllib.utils.debug.deterministic": ("trainer.util.seeding",),
     "ray.rllib.core.testing.torch.bc_module": ("trainer.core.testing.torch.bc_module",),
@@ -517,6 +518,14 @@ CLASS_FACTORIES = frozenset(
 UNAVAILABLE_NAMES: dict[str, dict[str, Unavailable]] = {
     "ray.rllib.core.models.base": {"*": Unavailable(TORCH, _MODEL_CONFIGS_INSTEAD)},
     "ray.rllib.core.models.configs": {"*": Unavailable(TORCH, _MODEL_CONFIGS_INSTEAD)},
+    # Only the call results LearnerGroup.foreach_learner returns: no actor manager.
+    "ray.rllib.utils.actor_manager": {
+        "*": Unavailable(
+            RAY_INTERNALS,
+            "the EnvRunner and learner groups' own fault tolerance (fault_tolerance(...)); "
+            "RemoteCallResults / CallResult / ResultOrError are served",
+        )
+    },
     # Of the old stack's model modules only MODEL_DEFAULTS and get_filter_config are served.
     "ray.rllib.models.catalog": {"*": Unavailable(OLD_API_STACK, _MODEL)},
     "ray.rllib.models.utils": {"*": Unavailable(OLD_API_STACK, _MODEL_CONFIGS_INSTEAD)},

@@ -104,7 +104,7 @@ def _stacklevel_outside_trainer() -> int:
     return level
 
 
-def _search_options(value: Any) -> list[Any]:
+def search_options(value: Any) -> list[Any]:
     """The values of a setting to check when it is set: a grid's, a `tune.choice`'s
     categories, none of another Tune domain (its trials' values are checked at build)."""
     if is_grid_search(value):
@@ -327,7 +327,7 @@ class ConfigBase:
             # one trial per value (grid_settings()), and build() refuses the marker itself.
             # Another Tune search space: its values are checked when a trial's config is built
             # (a tune.choice's categories now).
-            for option in _search_options(value):
+            for option in search_options(value):
                 problem = settings[name].check(option)
                 if problem is not None:
                     argument = (spelled or {}).get(name, name)

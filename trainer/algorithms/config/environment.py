@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from trainer.algorithms.config.base import ConfigBase, Flag, NotProvided, deep_updated, mergeable
+from trainer.algorithms.config.base import (
+    ConfigBase,
+    Flag,
+    NotProvided,
+    deep_updated,
+    mergeable,
+    search_options,
+)
 from trainer.algorithms.settings import Setting, settings_of
 from trainer.env.envs import (
     check_env_spec,
@@ -142,10 +149,13 @@ class EnvironmentSection(ConfigBase):
             ],
         )
         if env is not NotProvided and env is not None:  # None: no env (as RLlib's default)
-            try:
-                check_env_spec(env)
-            except ValueError as error:
-                raise ConfigError(str(error), getattr(error, "capability", None)) from None
+            # A Tune search space (grid_search over envs, as RLlib's benchmark scripts give):
+            # each option is checked; Tune gives each trial one.
+            for option in search_options(env):
+                try:
+                    check_env_spec(option)
+                except ValueError as error:
+                    raise ConfigError(str(error), getattr(error, "capability", None)) from None
         if mergeable(env_config) and mergeable(self.env_config):
             # RLlib updates the env_config it has (deep), it does not replace it: code that
             # changes one key (a curriculum's map, in an EnvRunner's config) keeps the others.
