@@ -136,9 +136,9 @@ def test_rllibs_import_paths_serve_them_through_the_launcher(tmp_path):
         "enc = MLPEncoderConfig(input_dims=[4], hidden_layer_dims=[8]).build(framework='torch')\n"
         "pi = MLPHeadConfig(input_dims=[8], hidden_layer_dims=[], output_layer_dim=2).build()\n"
         "print('logits', tuple(pi(enc({'obs': torch.zeros(3, 4)})[ENCODER_OUT]).shape))\n"
-        "from ray.rllib.core.models.configs import ActorCriticEncoderConfig\n"
+        "from ray.rllib.core.models.configs import MultiStreamEncoderConfig\n"
         "print('imported')\n"
-        "ActorCriticEncoderConfig()\n"
+        "MultiStreamEncoderConfig()\n"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop(launcher.ENV_VAR, None)
@@ -154,5 +154,5 @@ def test_rllibs_import_paths_serve_them_through_the_launcher(tmp_path):
     assert "logits (3, 2)" in output, output[-3000:]
     assert "imported" in output  # refused when used, not at the import
     assert (
-        "ray.rllib.core.models.configs.ActorCriticEncoderConfig is not available in localrl"
+        "ray.rllib.core.models.configs.MultiStreamEncoderConfig is not available in localrl"
     ) in output and "Use instead: MLPEncoderConfig, MLPHeadConfig" in output

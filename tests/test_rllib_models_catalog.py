@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from trainer import PPOConfig
 from trainer.compat.old_model_defaults import MODEL_DEFAULTS
 from trainer.core.catalog import Catalog
 from trainer.core.model_configs import (
@@ -136,3 +137,26 @@ def test_torch_compile_config_compiles_the_forward_methods(monkeypatch) -> None:
         "_forward_exploration",
     ]
     assert calls[0][1] == {"backend": "eager", "mode": None, "a": 1}
+
+
+def test_the_old_stacks_head_keys_are_taken_with_a_warning_naming_the_new_ones() -> None:
+    """RLlib 2.60's default modules take `post_fcnet_hiddens` in a model config and do not read
+    it; here it is taken too, and the warning names `head_fcnet_hiddens`."""
+    from trainer.core import models
+
+    models._warned_ignored_keys.clear()
+    with pytest.warns(UserWarning, match=r"'post_fcnet_hiddens'.*'head_fcnet_hiddens'"):
+        merged = check_model_config({"post_fcnet_hiddens": [256], "fcnet_hiddens": [8]})
+    assert merged["fcnet_hiddens"] == [8] and "post_fcnet_hiddens" not in merged
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8], "post_fcnet_hiddens": [16]})
+        .build()
+    )
+    try:
+        assert algo.train()["training_iteration"] == 1
+    finally:
+        algo.stop()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -184,6 +185,13 @@ TORCH_ONLY_KEYS: tuple[str, ...] = (
 OLD_STACK_ONLY_KEYS: dict[str, Any] = {
     key: value for key, value in OLD_STACK_MODEL_DEFAULTS.items() if key not in MODEL_DEFAULTS
 }
+#: The old stack's head keys (`post_fcnet_*`), which RLlib 2.60's default modules take in a
+#: model config and do not read (its DefaultModelConfig's docs still point at them): taken here
+#: too, with a warning naming what sizes the heads (`head_fcnet_*`).
+IGNORED_OLD_STACK_KEYS = frozenset(
+    key for key in OLD_STACK_ONLY_KEYS if key.startswith("post_fcnet")
+)
+_warned_ignored_keys: set[str] = set()
 
 #: The LayerNorm keys: the torch modules build the LayerNorms; the numpy networks have none and
 #: refuse True (`refuse_torch_only_keys`).
@@ -290,6 +298,18 @@ def check_model_config(
             f"{setting}: unknown key(s) {unknown}; the numpy models support {sorted(MODEL_DEFAULTS)}"
         )
     for key, default in OLD_STACK_ONLY_KEYS.items():
+        if key in IGNORED_OLD_STACK_KEYS and model_config.get(key, default) != default:
+            if key not in _warned_ignored_keys:
+                _warned_ignored_keys.add(key)
+                warnings.warn(
+                    f"{setting}[{key!r}]={model_config[key]!r}: an old API stack key that the "
+                    "new stack's default modules do not read (RLlib 2.60 ignores it too); the "
+                    "policy and value heads are sized by "
+                    f"{key.replace('post_fcnet', 'head_fcnet')!r}",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            continue
         if key in model_config and key not in DEFAULT_ONLY_KEYS and model_config[key] != default:
             raise ValueError(
                 f"{setting}[{key!r}]={model_config[key]!r}: an old API stack key that no network "
