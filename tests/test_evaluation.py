@@ -412,3 +412,53 @@ def test_sequential_rounds_runners_run_at_normal_priority():
         assert algo.train()["evaluation"]["env_runners"]["num_episodes"] > 0
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("num_envs", [1, 3, 4])
+def test_an_episode_count_is_exact_when_several_sub_envs_end_in_the_last_step(num_envs):
+    """`sample(num_episodes=n)` returns n episodes and counts n: episodes of other sub-envs that
+    end in the step of the n-th are neither returned nor counted (RLlib stops at the count
+    within the step). Random CartPole episodes of ~20 steps end together often."""
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        runner = algo.env_runner
+        runner.get_metrics()
+        for call in range(100):
+            episodes = runner.sample(num_episodes=7, random_actions=True)
+            metrics = runner.get_metrics()
+            assert len(episodes) == 7 and all(e.is_done for e in episodes)
+            assert metrics["num_episodes"].peek() == 7, (call, metrics["num_episodes"])
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("num_envs", [1, 3, 4])
+def test_an_evaluation_round_of_episodes_reports_exactly_its_duration(num_envs):
+    """`evaluation_duration=7` episodes over two evaluation EnvRunner processes with several
+    sub-envs each: every round reports 7 episodes."""
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_duration=7,
+            evaluation_duration_unit="episodes",
+            evaluation_num_env_runners=2,
+            evaluation_config={"num_envs_per_env_runner": num_envs, "explore": True},
+        )
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        for _ in range(25):
+            result = algo.evaluate()
+            assert result["env_runners"]["num_episodes"] == 7, result["env_runners"]
+    finally:
+        algo.stop()

@@ -946,7 +946,13 @@ class ColumnRecorder:
         if self.pipeline is not None and not self.pipeline_on_objects:
             # (a copy: the per-step loop writes into it)
             runner._module_obs = columns.observations[columns.row].copy()
-        runner._log_sample_metrics(self.timesteps, len(self.episodes))
+        extra = len(self.episodes) - num_episodes if num_episodes is not None else 0
+        if extra > 0:
+            # Episodes that ended in the step of the last one asked for (other sub-envs): not
+            # returned, so not counted either (RLlib stops at the count within the step).
+            ended = runner._ended_episodes
+            del ended[max(0, len(ended) - extra) :]
+        runner._log_sample_metrics(self.timesteps, len(self.episodes) - max(extra, 0))
         if num_episodes is not None or not cut:
             # The episodes still running are dropped; the next sample() starts fresh ones.
             runner._needs_reset = True
