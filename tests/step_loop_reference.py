@@ -44,6 +44,8 @@ class StepLoopSampling:
     #: A complete-episodes sample lets the running episodes finish: a sub-env whose episode
     #: ends meanwhile idles (`SubEnvRecord.idle`).
     _draining: bool = False
+    #: The steps of episodes dropped in the current step (re-created in their child process).
+    _lost_in_step: tuple[int, ...] = ()
 
     def _sample_timesteps(
         self, num_timesteps: int, explore: bool, random_actions: bool, force_reset: bool
@@ -98,7 +100,11 @@ class StepLoopSampling:
         steps = 0
         while len(done) < num_episodes:
             steps += self._step(explore, random_actions, done)
-        self._log_sample_metrics(steps, len(done))
+        # Episodes that ended in the step of the last one asked for are not counted either.
+        extra = len(done) - num_episodes
+        if extra > 0:
+            del self._ended_episodes[max(0, len(self._ended_episodes) - extra) :]
+        self._log_sample_metrics(steps, min(len(done), num_episodes))
         # Episodes still running are dropped; the next sample() starts fresh ones.
         self._needs_reset = True
         for record in self._sub_env_records:
@@ -142,8 +148,12 @@ class StepLoopSampling:
             if record.idle:
                 continue
             if self._steps_no_episode(i, record, recreated, obs_rows, per_env_infos):
-                if record.episode is not None and len(record.episode) == 0:
-                    started_indices.append(i)  # (its start event fires below)
+                # A reset that began its episode here: its start event fires below (a sub-env
+                # that raised begins its new episode when re-created, after the step; its
+                # episode may be a chunk's successor, empty, that started calls ago).
+                failed = self._guarded and env.envs[i].failure is not None
+                if not failed and record.episode is not None and len(record.episode) == 0:
+                    started_indices.append(i)
                 continue
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
@@ -195,9 +205,10 @@ class StepLoopSampling:
         self._obs = obs
         self.global_timestep += len(stepped_indices)
         self.num_env_steps_stepped += len(stepped_indices)
+        lost, self._lost_in_step = sum(self._lost_in_step), ()
         if guarded:
-            recover_sub_envs(self)
-        return len(stepped_indices)
+            lost += recover_sub_envs(self)
+        return len(stepped_indices) - lost  # (a dropped episode's steps are not sampled)
 
     def _steps_no_episode(
         self,
@@ -223,7 +234,7 @@ class StepLoopSampling:
             # Re-created in its child process ("async"): this step was the new sub-env's
             # reset. Its episode is dropped (unless it had not started) and one begins.
             if not record.awaiting_reset:
-                drop_episode(self, record)
+                self._lost_in_step = (*self._lost_in_step, drop_episode(self, record))
                 self._create_episode(i)
         elif not record.awaiting_reset:
             return False

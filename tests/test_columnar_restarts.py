@@ -106,3 +106,49 @@ def test_sub_env_restarts_in_the_rollout_loop_match_the_per_step_loop(mode, pipe
     ):
         assert _metric(slow_metrics, key) == _metric(fast_metrics, key), key
     assert repr(slow_state) == repr(fast_state)
+
+
+class _CrashOnce(gym.Env):
+    """Episodes of 10 steps; the first sub-env's 25th step raises (a re-created one never)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.recreated = bool(getattr(config, "recreated_worker", False))
+        self.t = self.total = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        self.total += 1
+        if self.total == 25 and not self.recreated:
+            raise RuntimeError("the sub-env broke")
+        return np.zeros(2, np.float32), 1.0, self.t >= 10, False, {}
+
+
+def test_a_dropped_episodes_steps_are_not_counted_as_sampled():
+    """RLlib starts its step count over when a sub-env fails: an iteration of a 40-step batch
+    reports 40 steps sampled, not the 4 steps of the dropped episode on top (nor a second
+    sample() call's 40 to make up for them)."""
+    from trainer import PPOConfig
+
+    algo = (
+        PPOConfig()
+        .environment(_CrashOnce)
+        .env_runners(num_env_runners=0, rollout_fragment_length=40)
+        .training(train_batch_size=40, minibatch_size=20, num_epochs=1)
+        .fault_tolerance(restart_failed_sub_environments=True)
+        .build()
+    )
+    try:
+        for iteration in (1, 2):
+            runners = algo.train()["env_runners"]
+            assert runners["num_env_steps_sampled"] == 40
+            assert runners["num_env_steps_sampled_lifetime"] == 40 * iteration
+            assert runners["num_env_steps_lost_lifetime"] == 4
+    finally:
+        algo.stop()

@@ -598,7 +598,7 @@ class ColumnRecorder:
         """Sub-env `i` was re-created in its child process: its episode is dropped and its
         next one created (`on_episode_created`)."""
         record = self.records[i]
-        drop_episode(self.runner, record)
+        self.timesteps -= drop_episode(self.runner, record)
         self.runner._create_episode(i)
         self.live[i] = record.episode
         self.carried[i] = None
@@ -614,7 +614,8 @@ class ColumnRecorder:
         if not failed:
             return
         runner, row = self.runner, self.columns.row
-        recover_sub_envs(runner)
+        # (their steps in this call are lost: the call samples on to its count without them)
+        self.timesteps -= recover_sub_envs(runner)
         for i in failed:
             if i in self.idle:  # (its new episode is never stepped)
                 continue

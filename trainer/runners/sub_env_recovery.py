@@ -99,11 +99,14 @@ def take_child_failures(runner: RecoveryRunner, per_env_infos: list[dict]) -> se
     return recreated
 
 
-def drop_episode(runner: RecoveryRunner, record: SubEnvRecord) -> None:
-    """Drops the episode under way in a sub-env that was re-created (its steps are lost)."""
+def drop_episode(runner: RecoveryRunner, record: SubEnvRecord) -> int:
+    """Drops the episode under way in a sub-env that was re-created; returns its steps (lost:
+    they count as sampled nowhere, as RLlib's runners start their count over)."""
     assert record.episode is not None, HAS_EPISODE
     record.prev_chunks = []
-    runner.metrics.log_value("num_env_steps_lost_lifetime", len(record.episode), reduce="sum")
+    lost = len(record.episode)
+    runner.metrics.log_value("num_env_steps_lost_lifetime", lost, reduce="sum")
+    return lost
 
 
 def failed_sub_envs(runner: RecoveryRunner) -> list[int]:
@@ -115,11 +118,13 @@ def failed_sub_envs(runner: RecoveryRunner) -> list[int]:
     ]
 
 
-def recover_sub_envs(runner: RecoveryRunner) -> None:
+def recover_sub_envs(runner: RecoveryRunner) -> int:
     """Re-creates each sub-env whose last reset/step raised (see `SubEnvGuard`), drops its
-    episode, and starts a new one in the new sub-env."""
+    episode, and starts a new one in the new sub-env; returns the dropped episodes' steps
+    (lost: not counted as sampled)."""
     env = runner.env
     assert isinstance(env, gym.vector.SyncVectorEnv), GUARDED_IS_SYNC
+    lost = 0
     for i, sub_env in enumerate(env.envs):
         error = getattr(sub_env, "failure", None)
         if error is None:
@@ -127,6 +132,7 @@ def recover_sub_envs(runner: RecoveryRunner) -> None:
         record = runner._sub_env_records[i]
         assert record.episode is not None, HAS_EPISODE
         record.prev_chunks = []
+        lost += len(record.episode)
         runner.metrics.log_value(
             "num_env_steps_lost_lifetime", len(record.episode), reduce="lifetime_sum"
         )
@@ -154,3 +160,4 @@ def recover_sub_envs(runner: RecoveryRunner) -> None:
         env._autoreset_envs[i] = False
         runner._create_episode(i)
         runner._begin_episode(i, observation, infos)
+    return lost
