@@ -62,13 +62,32 @@ import os
 from typing import Any
 
 
+def _rebuilt(cls: type[BaseException], args: tuple, state: dict) -> BaseException:
+    """An exception of `cls` with `args` and attributes `state`, made without its `__init__`
+    (whose parameters are not `args`): how `_KeepsAttributes` errors unpickle."""
+    error = cls.__new__(cls)
+    BaseException.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
+
+
+class _KeepsAttributes:
+    """Pickles an exception by its class, message args and attributes, not by calling its
+    `__init__` with its message: an error raised in a worker process or a Ray actor reaches
+    the caller with its type, message and attributes (RLlib users see it through Ray)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        error: Any = self
+        return (_rebuilt, (type(self), error.args, dict(error.__dict__)))
+
+
 class RemoteError(RuntimeError):
     """Base of the errors about work in other processes: EnvRunner failures, no healthy
     EnvRunner left, a named object's server. Ray's `ray.exceptions.RayError` is this class in
     the Ray spelling (`trainer.named_objects.exceptions.RayError`)."""
 
 
-class EnvRunnerFailure(RemoteError):
+class EnvRunnerFailure(_KeepsAttributes, RemoteError):
     """Base of all EnvRunner failures; `worker_index` names the runner, `kind` the failure."""
 
     kind = "failure"
@@ -172,7 +191,7 @@ class EnvRunnerError(EnvRunnerFailure):
         )
 
 
-class RunnerStateRejected(RemoteError):
+class RunnerStateRejected(_KeepsAttributes, RemoteError):
     """A runner failed to take its part of a restored state (`component` is its name in the
     checkpoint, such as `env_runner_1`); the restore that sent it is rolled back."""
 
@@ -383,7 +402,7 @@ class InjectedFault(RuntimeError):
 # -- Checkpoints -------------------------------------------------------------------------------
 
 
-class CheckpointError(Exception):
+class CheckpointError(_KeepsAttributes, Exception):
     """A checkpoint cannot be read or written: names the path and what is wrong."""
 
     def __init__(self, path: str | os.PathLike, cause: str):
@@ -392,7 +411,7 @@ class CheckpointError(Exception):
         super().__init__(f"checkpoint {self.path}: {cause}")
 
 
-class PlacedError(ValueError):
+class PlacedError(_KeepsAttributes, ValueError):
     """A value that is wrong where it sits: `where` is its place (`learner['optimizer']['m']`),
     `problem` what is wrong; the message is "where: problem"."""
 
@@ -414,7 +433,7 @@ class ConfigDataError(PlacedError):
     """A config that cannot be rebuilt from plain data; `where` names the setting."""
 
 
-class NotPlainData(TypeError):
+class NotPlainData(_KeepsAttributes, TypeError):
     """A value that msgpack state cannot hold; `where` is its place in the state."""
 
     def __init__(self, where: str, problem: str):
