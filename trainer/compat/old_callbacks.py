@@ -103,7 +103,7 @@ def old_event_handlers(
     name = type(instance).__qualname__
     if event == "on_env_runners_recreated":
         method = getattr(instance, "on_workers_recreated", None)
-        if not _overridden(method):
+        if method is None or not _overridden(method):
             return []
         if on_algorithm_side:  # the event fires there only
             warn_once(

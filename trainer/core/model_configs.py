@@ -151,7 +151,8 @@ class ActorCriticEncoder(Encoder):
             if not acc.inference_only:
                 self.critic_encoder = acc.base_encoder_config.build(framework=self.framework)
 
-    def _forward(self, inputs: dict, **kwargs: Any) -> dict:
+    def _forward(self, input_dict: Any, **kwargs: Any) -> dict:
+        inputs = input_dict
         if self.config.shared:
             out = self.encoder(inputs, **kwargs)[ENCODER_OUT]
             return {

@@ -64,10 +64,22 @@ def replay_batch(columns: Any, gamma: float) -> dict[str, np.ndarray]:
     return own
 
 
+def as_given(columns: Any, gamma: float) -> Any:
+    """A learner's own batch that is RLlib's columns as they are (the offline learners', which
+    read recorded transitions by RLlib's names)."""
+    return columns
+
+
 def rllib_replay_update(
-    learner: Any, batch: Any, timesteps: dict[str, Any] | None, **kwargs: Any
+    learner: Any,
+    batch: Any,
+    timesteps: dict[str, Any] | None,
+    *,
+    own_batch: Any = replay_batch,
+    **kwargs: Any,
 ) -> dict[str, Any]:
-    """`learner.update` in RLlib's form (see the module docstring)."""
+    """`learner.update` in RLlib's form (see the module docstring); `own_batch(columns,
+    gamma)` makes the learner's own batch of one module's columns."""
     unsupported = sorted(
         key for key, value in kwargs.items() if key not in _ONE_PASS or _ONE_PASS[key] != value
     )
@@ -90,7 +102,7 @@ def rllib_replay_update(
     ((module_id, columns),) = modules.items()
     results = dict(
         learner.update(
-            replay_batch(columns, float(learner.config.gamma)),
+            own_batch(columns, float(learner.config.gamma)),
             num_env_steps_sampled_lifetime=lifetime,
         )
     )

@@ -1240,6 +1240,8 @@ class EpisodeView(SingleAgentEpisode):
     __slots__ = ("_source", "_rows", "_weights_seq_no")
     #: (source, column index, first row, last row).
     _source: tuple[ColumnSource, int, int, int]
+    #: The weights sequence number its buffers get when made (`record_weights_seq_no`).
+    _weights_seq_no: int | None
     #: The rows' views once the buffers are made (`rows()`), else None.
     _rows: Any
 

@@ -155,7 +155,7 @@ class DQNTorchLearner(TargetUpdateStepsAPI, NumpyTwinHost, TorchLearner):
         errors per row (the algorithm takes them out before logging). RLlib's call,
         `update(batch=MultiAgentBatch, timesteps=...)`, is taken too
         (`trainer.core.replay_update_call`)."""
-        if num_env_steps_sampled_lifetime is None:
+        if num_env_steps_sampled_lifetime is None or batch is None:
             return rllib_replay_update(self, batch, timesteps, **kwargs)
         if self.numpy_update is not None and self.numpy_update.usable():
             return self.numpy_update.update(batch, num_env_steps_sampled_lifetime)

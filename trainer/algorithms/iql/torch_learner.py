@@ -18,6 +18,7 @@ from trainer.algorithms.sac.loss import POLICY, QF, QF_TWIN
 from trainer.algorithms.sac.sac_learner import recorded_train_batch
 from trainer.algorithms.sac.torch_learner import SACTorchLearner
 from trainer.core.learner import UpdateResults
+from trainer.core.replay_update_call import as_given, rllib_replay_update
 
 if TYPE_CHECKING:
     from trainer.algorithms.iql.config import IQLConfig
@@ -43,10 +44,18 @@ class IQLTorchLearner(SACTorchLearner):
             self._register_adam(module_id, name, params, rate)
 
     def update(
-        self, batch: dict[str, np.ndarray], *, num_env_steps_sampled_lifetime: int
+        self,
+        batch: dict[str, np.ndarray] | None = None,
+        *,
+        num_env_steps_sampled_lifetime: int | None = None,
+        timesteps: dict[str, Any] | None = None,
+        **kwargs: Any,
     ) -> UpdateResults:
         """One step of every optimizer on a batch of recorded transitions (RLlib's column
-        names), then the target critics' update when due."""
+        names), then the target critics' update when due. RLlib's call,
+        `update(batch=MultiAgentBatch, timesteps=...)`, is taken too."""
+        if num_env_steps_sampled_lifetime is None or batch is None:
+            return rllib_replay_update(self, batch, timesteps, own_batch=as_given, **kwargs)
         return super().update(
             recorded_train_batch(batch, self.config.gamma),
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,

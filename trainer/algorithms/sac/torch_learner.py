@@ -321,7 +321,7 @@ class SACTorchLearner(TargetUpdateStepsAPI, OwnGenerator, TorchLearner):
         global-norm `grad_clip`) and, under `TD_ERROR_KEY`, the per-row TD errors (the
         algorithm takes them out before logging). RLlib's call, `update(batch=MultiAgentBatch,
         timesteps=...)`, is taken too (`trainer.core.replay_update_call`)."""
-        if num_env_steps_sampled_lifetime is None:
+        if num_env_steps_sampled_lifetime is None or batch is None:
             return rllib_replay_update(self, batch, timesteps, **kwargs)
         self.apply_lr_schedule(num_env_steps_sampled_lifetime)
         preprocess = self.spaces.preprocess
