@@ -213,4 +213,7 @@ def test_rllibs_maml_example_runs_through_the_launcher(tmp_path):
     losses = [
         float(line.split(":")[1]) for line in done.stdout.splitlines() if "Few shot loss" in line
     ]
-    assert len(losses) == 10 and losses[-1] < losses[0]
+    # Each loss is measured on one random task the example draws unseeded: single values are
+    # noisy (a first one of 0.09 against a last of 0.19 was seen), so the halves' means are
+    # compared.
+    assert len(losses) == 10 and sum(losses[5:]) < sum(losses[:5]), losses
