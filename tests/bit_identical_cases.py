@@ -386,7 +386,9 @@ def run_case(
             # (an IMPALA that no longer asks `learner_queue()` would be nondeterministic)
             assert algo.drained_queue.batches > 0, f"{name}: no batch went through learner_queue()"
         for module_id in case_module_ids(config):
-            _flatten(algo.get_module(module_id).get_state(), f"{MODULE_PREFIX}/{module_id}", arrays)
+            # The learner's whole module (get_module() is the EnvRunner's inference-only copy).
+            module = algo.learner_module(module_id)
+            _flatten(module.get_state(), f"{MODULE_PREFIX}/{module_id}", arrays)
         _flatten(algo.learner.get_state(), LEARNER_PREFIX, arrays)  # (this project's layout)
         runner_state = algo.env_runner.get_state(include_env=False)
         filter_state = runner_state.get("connector_state", {}).get(FILTER_CONNECTOR)

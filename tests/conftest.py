@@ -89,7 +89,15 @@ RLLIB_SLOW_TESTS = {
 #: another five times in a row 5 s apart (2.0 to 2.5, the other worker in a long file), so the
 #: reruns wait 20 s each, past such a stretch. A run whose ratio is over 2.0 five times in a
 #: row still fails.
-RLLIB_TIMING_TESTS = {("test_algorithm.py", "test_worker_validation_time")}
+#: RLlib's throughput tests of its Stats sleep 0.1 s and 0.2 s and compare the rate with 20 %
+#: slack: on a machine whose load is over its cores (seen at load 7 on 2 cores) a sleep
+#: overshoots by more than that.
+RLLIB_TIMING_TESTS = {
+    ("test_algorithm.py", "test_worker_validation_time"),
+    ("test_stats.py", "test_sum_stats_throughput"),
+    ("test_stats.py", "test_lifetime_sum_stats_throughput"),
+    ("test_metrics_logger.py", "test_throughput_tracking"),
+}
 TIMING_RERUNS = pytest.mark.flaky(reruns=4, reruns_delay=20)
 NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 #: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s

@@ -69,7 +69,8 @@ def test_the_default_catalog_builds_what_the_module_builds_without_one():
 def test_an_overridden_head_trains_in_torch_and_restores_from_a_checkpoint(tmp_path):
     algo = config_with(LinearValueCatalog).build()
     try:
-        module = algo.get_module()
+        # The learner's module: get_module() is the EnvRunner's inference-only copy (no vf).
+        module = algo.learner_module()
         assert type(module.catalog) is LinearValueCatalog
         assert type(module.vf) is torch.nn.Linear and type(module.pi) is MLPHead
         # The numpy twin mirrors the default networks only: this update runs in torch.
@@ -84,7 +85,7 @@ def test_an_overridden_head_trains_in_torch_and_restores_from_a_checkpoint(tmp_p
         algo.stop()
     restored = Algorithm.from_checkpoint(path)
     try:
-        module = restored.get_module()
+        module = restored.learner_module()
         assert type(module.catalog) is LinearValueCatalog and type(module.vf) is torch.nn.Linear
         for key, value in module.state_dict().items():
             torch.testing.assert_close(value, weights[key])

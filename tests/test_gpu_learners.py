@@ -48,7 +48,7 @@ def _devices(module: Any) -> set[str]:
 def _learner_on_gpu_runners_on_cpu(config_case: str) -> Any:
     def check(algo: Any) -> None:
         for module_id in case_module_ids(algo.config):
-            assert _devices(algo.get_module(module_id)) == {"cuda"}, module_id
+            assert _devices(algo.learner_module(module_id)) == {"cuda"}, module_id
         runner_devices = algo.env_runner_group.foreach_env_runner(
             lambda runner: sorted(
                 device for module in _runner_modules(runner) for device in _devices(module)
@@ -108,20 +108,20 @@ def _train_save_restore(config: Any, tmp_path: Any) -> None:
     algo = config.learners(num_gpus_per_learner=1).build()
     try:
         result = algo.train()
-        assert _devices(algo.get_module()) == {"cuda"}
+        assert _devices(algo.learner_module()) == {"cuda"}
         losses = result["learners"]["default_policy"]
         assert all(np.isfinite(value) for value in losses.values() if isinstance(value, float))
         path = algo.save_to_path(tmp_path / "checkpoint")
         weights = {
             name: value.detach().cpu().clone()
-            for name, value in algo.get_module().state_dict().items()
+            for name, value in algo.learner_module().state_dict().items()
         }
     finally:
         algo.stop()
     again = Algorithm.from_checkpoint(path)
     try:
-        assert _devices(again.get_module()) == {"cuda"}
-        restored = again.get_module().state_dict()
+        assert _devices(again.learner_module()) == {"cuda"}
+        restored = again.learner_module().state_dict()
         for name, value in weights.items():
             assert torch.equal(restored[name].detach().cpu(), value), name
         again.train()
@@ -202,14 +202,14 @@ def test_sac_on_the_gpu_resumes_exactly(tmp_path):
         algo.train()
         path = algo.save_to_path(tmp_path / "checkpoint")
         algo.train()
-        expected = algo.get_module().get_state()
+        expected = algo.learner_module().get_state()
     finally:
         algo.stop()
     resumed = Algorithm.from_checkpoint(path)
     try:
-        assert _devices(resumed.get_module()) == {"cuda"}
+        assert _devices(resumed.learner_module()) == {"cuda"}
         resumed.train()
-        got = resumed.get_module().get_state()
+        got = resumed.learner_module().get_state()
     finally:
         resumed.stop()
     assert sorted(got) == sorted(expected)

@@ -807,7 +807,9 @@ def _appo_module(framework: str, env_id: str):
         )
         algo = config.build()
         try:
-            _MODULES[key] = algo.get_module(DEFAULT)
+            # The learner's module: get_module() is the EnvRunner's inference-only copy (as
+            # in RLlib), which has no training pass.
+            _MODULES[key] = algo.learner_module(DEFAULT)
         finally:
             algo.stop()
     return _MODULES[key]

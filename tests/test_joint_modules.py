@@ -258,8 +258,8 @@ def test_without_a_shared_encoder_each_module_has_its_own_optimizer():
         with pytest.raises(ValueError, match=r"module_id='p9': this learner trains \['p0', 'p1'\]"):
             learner.register_optimizer(
                 module_id="p9",
-                optimizer=torch.optim.SGD(algo.get_module("p0").parameters(), lr=0.1),
-                params=list(algo.get_module("p0").parameters()),
+                optimizer=torch.optim.SGD(algo.learner_module("p0").parameters(), lr=0.1),
+                params=list(algo.learner_module("p0").parameters()),
             )
     finally:
         algo.stop()

@@ -128,8 +128,9 @@ def test_the_ray_workers_of_a_process_the_script_starts_load_its_checkpoint(tmp_
         timeout=220,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # (no framework chosen: under the launcher, RLlib's default, torch)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
-        "trainer.algorithms.ppo.module",
+        "trainer.algorithms.ppo.torch_module",
         True,
     ]
 

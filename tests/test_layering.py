@@ -61,6 +61,10 @@ config class to the settings table, `ConfigClass`; a config to `MultiAgentSetup`
 section's declarations of what it reads of the others, or `Any` where an override must be free to
 name the class (the callbacks' `algorithm`, `env_runner`, `env_runner_group`).
 
+Within a folder, not even with the function-level imports counted (`folder_circles`): a late
+import of a module that imports torch keeps `import trainer` light, but a circle it closes is a
+circle all the same; what two modules share lives in a third one both import.
+
 `KNOWN_UPWARD`, `KNOWN_LATE` and `KNOWN_CIRCLES` list what breaks these rules today, each with
 why; they only shrink (an entry that no longer matches fails the test).
 
@@ -331,12 +335,12 @@ def test_no_function_level_import_of_a_trainer_module():
     assert sorted(set(KNOWN_LATE) - set(found)) == [], "fixed: remove from KNOWN_LATE"
 
 
-def module_graph(root: Path = SOURCE_ROOT) -> dict[str, set[str]]:
+def module_graph(root: Path = SOURCE_ROOT, late: bool = False) -> dict[str, set[str]]:
     """Module -> the modules its top-level imports name, those under `if TYPE_CHECKING:`
-    included."""
+    included; with `late`, its function-level imports too."""
     graph: dict[str, set[str]] = {}
     for _, module, item in module_imports(root):
-        if not item.late and item.name != module:
+        if (late or not item.late) and item.name != module:
             graph.setdefault(module, set()).add(item.name)
     return graph
 
@@ -351,10 +355,11 @@ def module_circle(root: Path = SOURCE_ROOT) -> list[str]:
     return []
 
 
-def module_circles(root: Path = SOURCE_ROOT) -> set[frozenset[str]]:
-    """Every set of modules whose top-level imports (typing-only ones included) go round: the
-    strongly connected components of `module_graph` of more than one module."""
-    graph = module_graph(root)
+def module_circles(root: Path = SOURCE_ROOT, late: bool = False) -> set[frozenset[str]]:
+    """Every set of modules whose top-level imports (typing-only ones included; with `late`,
+    function-level ones too) go round: the strongly connected components of `module_graph` of
+    more than one module."""
+    graph = module_graph(root, late)
     reach: dict[str, set[str]] = {}
     for start in graph:  # what each module reaches (a few hundred modules: plain search)
         seen: set[str] = set()
@@ -386,6 +391,72 @@ def test_no_circle_among_modules():
     assert sorted(sorted(circle) for circle in set(KNOWN_CIRCLES) - found) == [], (
         "fixed: remove from KNOWN_CIRCLES"
     )
+
+
+def folder_of(circle: frozenset[str], root: Path = SOURCE_ROOT) -> str:
+    """The innermost folder (package) under `root` that holds every module of `circle`."""
+    packages = [
+        module if module_path(module, root).name == "__init__.py" else module.rpartition(".")[0]
+        for module in circle
+    ]
+    common = packages[0].split(".")
+    for package in packages[1:]:
+        parts = package.split(".")
+        while parts[: len(common)] != common:
+            common.pop()
+    return "/".join(common)
+
+
+def folder_circles(root: Path = SOURCE_ROOT) -> dict[str, list[list[str]]]:
+    """Folder -> the circles among its own modules (those of its subfolders included), every
+    import counted: top-level, under `if TYPE_CHECKING:` and inside functions."""
+    found: dict[str, list[list[str]]] = {}
+    for circle in module_circles(root, late=True):
+        found.setdefault(folder_of(circle, root), []).append(sorted(circle))
+    return {folder: sorted(circles) for folder, circles in sorted(found.items())}
+
+
+@pytest.mark.slow
+def test_no_folder_has_an_import_circle():
+    """No folder under trainer/ (a package, its subpackages included) has modules that import
+    each other round in a circle, counting every import: top-level ones, those under
+    `if TYPE_CHECKING:`, and the function-level (deferred) ones too.
+
+    Top-level circles are refused anywhere by `test_no_circle_among_modules`; this test adds
+    the deferred imports. A function-level import of a module that imports an optional
+    dependency (torch) is allowed, to keep `import trainer` light
+    (`test_no_function_level_import_of_a_trainer_module`), but it only delays the import: if
+    the imported module imports the first one back, the two still need each other, and the
+    deferral merely hides the circle. So a circle is a circle here, deferred or not; what two
+    modules of a folder share lives in a third module both import (e.g. `ppo.numpy_state`,
+    which the numpy `PolicyModule` and the torch `DefaultPPOTorchRLModule` both import;
+    `core.testing.base_learner`; `export.describers`), not in one of the two."""
+    assert folder_circles() == {}
+
+
+def test_a_circle_through_a_function_level_import_is_found_with_its_folder(tmp_path):
+    package = tmp_path / "trainer" / "algorithms" / "x"
+    (package / "torch").mkdir(parents=True)
+    for init in ("trainer", "trainer/algorithms", "trainer/algorithms/x"):
+        (tmp_path / init / "__init__.py").write_text("")
+    (package / "torch" / "__init__.py").write_text("")
+    (package / "module.py").write_text(
+        "def state():\n    from trainer.algorithms.x.conversion import convert\n"
+    )
+    (package / "conversion.py").write_text("from trainer.algorithms.x.torch.net import Net\n")
+    (package / "torch" / "net.py").write_text(
+        "import torch\n\nfrom trainer.algorithms.x.module import PolicyModule\n"
+    )
+    assert module_circles(tmp_path) == set()  # top-level imports alone: no circle
+    assert folder_circles(tmp_path) == {
+        "trainer/algorithms/x": [
+            [
+                "trainer.algorithms.x.conversion",
+                "trainer.algorithms.x.module",
+                "trainer.algorithms.x.torch.net",
+            ]
+        ]
+    }
 
 
 def test_a_circle_of_modules_is_found(tmp_path):

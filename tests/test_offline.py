@@ -183,7 +183,8 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
             lambda: PPOConfig().environment("CartPole-v1").offline_data(input_="data").validate(),
             "PPOConfig learns from what its EnvRunners sample",
         ),
-        (lambda: BCConfig().environment("CartPole-v1").validate(), "BC learns from recorded data"),
+        # (Checked when built: RLlib's validate() passes without input_.)
+        (lambda: BCConfig().environment("CartPole-v1").build(), "BC learns from recorded data"),
         (
             lambda: (
                 BCConfig()

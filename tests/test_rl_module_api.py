@@ -409,7 +409,7 @@ def test_numpy_and_torch_modules_answer_the_same_questions(framework, env):
         .build()
     )
     try:
-        module = algo.get_module()
+        module = algo.learner_module()  # (its value function: get_module() is inference-only)
         assert module.framework == (None if framework == "numpy" else "torch")
         assert isinstance(module, ValueFunctionAPI)
         assert not module.is_stateful() and module.get_initial_state() == {}

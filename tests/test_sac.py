@@ -479,7 +479,7 @@ def test_env_runners_hold_the_policy_alone():
             lambda runner: sorted(runner.module.get_weights()), local_env_runner=False
         )[0]
         sent = algo.learner.get_weights()
-        full = algo.get_module().get_weights()
+        full = algo.learner_module().get_weights()
     finally:
         algo.stop()
     assert runner_names == sorted(sent)

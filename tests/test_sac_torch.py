@@ -365,7 +365,8 @@ def test_torch_sac_refusals_name_the_setting():
 def test_framework_torch_sac_samples_pendulum_in_a_worker_process_and_learns():
     algo = small_torch_sac(num_env_runners=1).build()
     try:
-        module = algo.get_module()
+        # The learner's module: get_module() is the EnvRunner's inference-only copy.
+        module = algo.learner_module()
         assert isinstance(module, DefaultSACTorchRLModule) and module.twin_q
         assert type(algo.learner) is SACTorchLearner
         before = module.get_state()
@@ -420,18 +421,18 @@ def test_a_torch_sac_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
         # The module checkpoint rebuilds RLlib's module, target critics included.
         module_dir = Path(path) / "learner_group" / "learner" / "rl_module" / "default_policy"
         module = DefaultSACTorchRLModule.from_checkpoint(str(module_dir))
-        saved = algo.get_module().get_state()
+        saved = algo.learner_module().get_state()
         assert set(module.get_state()) == set(saved) and module.twin_q
         assert all(np.array_equal(module.get_state()[k], saved[k]) for k in saved)
         after = algo.train()
-        expected = algo.get_module().get_state()
+        expected = algo.learner_module().get_state()
         expected_learner = algo.learner.get_state()
     finally:
         algo.stop()
     resumed = Algorithm.from_checkpoint(path)
     try:
         result = resumed.train()
-        got = resumed.get_module().get_state()
+        got = resumed.learner_module().get_state()
         got_learner = resumed.learner.get_state()
     finally:
         resumed.stop()

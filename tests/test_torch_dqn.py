@@ -172,7 +172,8 @@ def test_the_torch_learner_takes_the_numpy_learners_step(dueling, double_q, loss
 def test_framework_torch_dqn_explores_in_a_worker_process_and_learns():
     algo = small_torch_dqn(num_env_runners=1, epsilon=[(0, 1.0), (200, 0.1)]).build()
     try:
-        module = algo.get_module()
+        # The learner's module: get_module() is the EnvRunner's inference-only copy.
+        module = algo.learner_module()
         assert isinstance(module, DefaultDQNTorchRLModule) and module.uses_dueling
         before = module.get_state()
         results = [algo.train() for _ in range(2)]
@@ -224,7 +225,7 @@ def test_a_users_q_module_and_learner_class_train():
     algo = config.build()
     try:
         assert type(algo.learner) is CountingDQNTorchLearner
-        module = algo.get_module()
+        module = algo.learner_module()  # (with its target network)
         assert isinstance(module, SmallQTorchModule)
         # The learner made the target networks; the EnvRunners get the online one only.
         assert {"_target_q.0.weight", "q.0.weight"} <= set(module.get_state())
@@ -254,18 +255,18 @@ def test_a_torch_dqn_checkpoint_holds_arrays_and_resumes_exactly(tmp_path):
         # The module checkpoint rebuilds RLlib's module, target networks included.
         module_dir = Path(path) / "learner_group" / "learner" / "rl_module" / "default_policy"
         module = DefaultDQNTorchRLModule.from_checkpoint(str(module_dir))
-        saved = algo.get_module().get_state()
+        saved = algo.learner_module().get_state()
         assert set(module.get_state()) == set(saved)
         assert all(np.array_equal(module.get_state()[k], saved[k]) for k in saved)
         after = algo.train()
-        expected = algo.get_module().get_state()
+        expected = algo.learner_module().get_state()
         expected_learner = algo.learner.get_state()
     finally:
         algo.stop()
     resumed = Algorithm.from_checkpoint(path)
     try:
         result = resumed.train()
-        got = resumed.get_module().get_state()
+        got = resumed.learner_module().get_state()
         got_learner = resumed.learner.get_state()
     finally:
         resumed.stop()

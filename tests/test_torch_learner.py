@@ -417,7 +417,8 @@ def test_update_changes_weights_and_reports_the_numpy_learners_keys():
     assert all(isinstance(v, float) for v in results.values() if not isinstance(v, int))
     assert results["num_env_steps_trained"] == 200 == numpy_results["num_env_steps_trained"]
     assert results["curr_lr"] == pytest.approx(1e-3)
-    assert results["curr_kl_coeff"] in (0.2 * 0.5, 0.2, 0.2 * 1.5)
+    # float32 values, as RLlib's coefficient tensor reports them
+    assert results["curr_kl_coeff"] in [float(np.float32(0.2 * f)) for f in (0.5, 1.0, 1.5)]
 
 
 def test_repeated_updates_on_a_fixed_batch_lower_the_loss():
@@ -889,3 +890,19 @@ def test_the_learner_refuses_modules_it_cannot_train():
             make_config(),
             PolicyOnly(observation_space=ENV.observation_space, action_space=ENV.action_space),
         )
+
+
+def test_the_kl_coefficient_is_float32_as_rllibs_tensor():
+    """RLlib keeps the adaptive KL coefficient as a float32 tensor: a coefficient set to 0.01
+    reports 0.009999999776 before any adaptation (RLlib's own test_kl_coeff_changes reads
+    that), here on the numpy and the torch learner alike, and its adaptations stay float32."""
+    episodes = cartpole_episodes(make_module(0), 100, seed=0)
+    numpy_learner = PPOLearner(
+        make_config(kl_coeff=0.01, kl_target=1e9),  # always below half the target: x0.5
+        SpaceInfo.from_spaces(ENV.observation_space, ENV.action_space),
+    )
+    torch_learner = make_learner(kl_coeff=0.01, kl_target=1e-12)  # always above: x1.5
+    numpy_coeff = numpy_learner.update(episodes)["curr_kl_coeff"]
+    torch_coeff = torch_learner.update(episodes)["curr_kl_coeff"]
+    assert numpy_coeff != 0.01 and numpy_coeff == float(np.float32(0.01 * 0.5))
+    assert torch_coeff == float(np.float32(np.float32(0.01) * np.float32(1.5)))

@@ -139,7 +139,7 @@ def test_load_state_path_loads_a_numpy_module_checkpoint_into_the_torch_module(t
     path = numpy_module.save_to_path(tmp_path / "numpy_module")
     algo = _load_state_config(path, model_config).build()
     try:
-        module = algo.get_module()
+        module = algo.learner_module()  # (its value function: get_module() is inference-only)
         assert isinstance(module, DefaultPPOTorchRLModule)
         assert isinstance(module.catalog, PPOCatalog)
         _assert_same_outputs(numpy_module, module, CARTPOLE.observation_space)

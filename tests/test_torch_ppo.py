@@ -60,7 +60,8 @@ def test_framework_torch_trains_the_default_torch_module_in_worker_processes():
     # is weighted down as in RLlib's tuned CartPole example.
     algo = torch_ppo(vf_loss_coeff=0.01).env_runners(num_env_runners=1).build()
     try:
-        module = algo.get_module()
+        # The learner's module: get_module() is the EnvRunner's inference-only copy.
+        module = algo.learner_module()
         assert isinstance(module, DefaultPPOTorchRLModule)
         assert module.framework == "torch"
         # The EnvRunner processes sample with inference-only copies: no value function.
@@ -205,7 +206,7 @@ def _cartpole_spaces():
 def test_a_gpu_learner_learns_on_the_gpu_and_the_samplers_stay_on_the_cpu(tmp_path):
     algo = torch_ppo().learners(num_gpus_per_learner=1).build()
     try:
-        module = algo.get_module()
+        module = algo.learner_module()
         assert all(p.device.type == "cuda" for p in module.parameters())
         assert _mean_return(algo, 12) >= 150.0
         runner_devices = algo.env_runner_group.foreach_env_runner(
@@ -220,7 +221,7 @@ def test_a_gpu_learner_learns_on_the_gpu_and_the_samplers_stay_on_the_cpu(tmp_pa
 
     again = Algorithm.from_checkpoint(path)
     try:
-        assert all(p.device.type == "cuda" for p in again.get_module().parameters())
+        assert all(p.device.type == "cuda" for p in again.learner_module().parameters())
         again.train()
     finally:
         again.stop()

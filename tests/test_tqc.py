@@ -384,7 +384,9 @@ def _resumable(framework: str) -> TQCConfig:
 
 
 def _weights(algo: Algorithm) -> dict[str, np.ndarray]:
-    return {name: np.asarray(value) for name, value in algo.get_module().get_state().items()}
+    """The learner's module's weights, critics included (get_module() is the EnvRunner's
+    inference-only copy)."""
+    return {name: np.asarray(value) for name, value in algo.learner_module().get_state().items()}
 
 
 @pytest.mark.slow

@@ -122,6 +122,7 @@ from trainer.runners.env_runner_group import (
     prestart_workers,
     spaces_of,
 )
+from trainer.runners.ray_runner import ray_started_since, shutdown_ray, started_ray_session
 from trainer.util.deprecation import warn_once
 from trainer.util.import_paths import resolve_import_path
 from trainer.util.log import set_library_log_level
@@ -357,8 +358,16 @@ class Algorithm(OldAlgorithmNames):
         # build several algorithms around one counter); those created later end with it.
         self._stops_named_objects = not named_objects_running()
         self._queued_recoveries: list[tuple[list[int], bool]] = []
+        # A Ray this algorithm's build started (`env_runners(backend="ray")` or Ray learners
+        # when this process had not joined Ray) ends with its stop(); one the user started, or
+        # an earlier algorithm, stays (`trainer.runners.ray_runner.shutdown_ray`).
+        ray_before = started_ray_session()
+        self._started_ray: tuple[str, str] | None = None
         try:
-            self.setup(self.config)
+            try:
+                self.setup(self.config)
+            finally:
+                self._started_ray = ray_started_since(ray_before)
         except BaseException:
             self.stop()
             raise
@@ -656,13 +665,34 @@ class Algorithm(OldAlgorithmNames):
         return LearnerGroup(algorithm=self)
 
     def get_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
-        """The learner's RL module (its networks, with `forward_inference({"obs": batch})`);
-        of a multi-agent algorithm, module `module_id` (a module the learners do not hold, a
-        user's heuristic RLModule, comes from the local EnvRunner)."""
+        """RLlib's: module `module_id` of the local EnvRunner, its inference-only copy (a torch
+        module built with `inference_only=True`: no value-function or target networks where
+        the module implements RLlib's `InferenceOnlyAPI`; `forward_inference` works), with
+        the learner's latest weights (synced after every update). A torch module is returned
+        itself, not the numpy view the EnvRunner samples through. A single-agent algorithm has
+        one module (`module_id` is not read, as in RLlib); a multi-agent algorithm's unknown
+        id is a KeyError naming the modules (RLlib returns None). The learner's whole module,
+        training-only parts included: `learner_module(module_id)` (in RLlib,
+        `algo.learner_group._learner.module[module_id]`)."""
+        module = local_runner_of(self.env_runner_group).module
+        if self.config.is_multi_agent:
+            known = list(module.keys())
+            if module_id not in known:
+                raise KeyError(
+                    f"get_module({module_id!r}): no such module; the modules are {known}"
+                )
+            module = module[module_id]
+        # A torch module itself, not the view the samplers and the algorithm use.
+        return getattr(module, "rl_module", module)
+
+    def learner_module(self, module_id: str = DEFAULT_MODULE_ID) -> Any:
+        """The learner's module `module_id` (its whole module: value function and training
+        parts included), a torch module itself rather than its view; of a multi-agent
+        algorithm, a module the learners do not hold (a user's heuristic RLModule) comes from
+        the local EnvRunner. (`get_module` is RLlib's: the EnvRunner's inference-only copy.)"""
         if self.config.is_multi_agent:
             modules = self.learner.module
             if module_id in modules:
-                # A torch module itself, not the view its learner trains it through.
                 return getattr(modules[module_id], "rl_module", modules[module_id])
             local = local_runner_of(self.env_runner_group).module
             if module_id in local:
@@ -672,7 +702,6 @@ class Algorithm(OldAlgorithmNames):
             raise KeyError(
                 f"get_module({module_id!r}): there is one module here, {DEFAULT_MODULE_ID!r}"
             )
-        # A torch module itself, not the view the samplers and the algorithm use.
         return getattr(self.learner.module, "rl_module", self.learner.module)
 
     # -- exported policies (trainer.export) ------------------------------------------------
@@ -1125,7 +1154,7 @@ class Algorithm(OldAlgorithmNames):
     @property
     def eval_env_runner_group(self) -> EnvRunnerGroup | None:
         """The evaluation EnvRunners (built with the Algorithm when `evaluation_interval` is
-        set, else at the first `evaluate()`)."""
+        set or `evaluation_num_env_runners` is above 0, else at the first `evaluate()`)."""
         evaluation: EvaluationRounds | None = getattr(self, "_evaluation", None)  # in __init__
         return evaluation.group if evaluation is not None else None
 
@@ -1524,7 +1553,7 @@ class Algorithm(OldAlgorithmNames):
     def _multi_agent_acting(self, policy_id: Any, state: Any) -> tuple[Any, Any]:
         """A multi-agent algorithm's module `policy_id` to act with and its exploration (None:
         a user's RLModule, which acts itself); a torch module acts through its numpy view."""
-        module = self.get_module(policy_id)
+        module = self.learner_module(policy_id)
         if state is not None:
             raise ValueError(
                 f"compute_single_action(state=..., policy_id={policy_id!r}): recurrent "
@@ -1812,7 +1841,8 @@ class Algorithm(OldAlgorithmNames):
         allow_pickle: bool = False,
     ) -> Algorithm:
         """A new algorithm with the checkpoint's state. `path` and `filesystem` as in
-        `restore_from_path`. With `config`, the algorithm is built from it (it must fit the
+        `restore_from_path`; `path` may also be a Tune `Checkpoint` (a Tune run's
+        `result.checkpoint`, as RLlib takes it). With `config`, the algorithm is built from it (it must fit the
         checkpoint's spaces and network). Every file of the
         checkpoint is verified before anything is loaded.
 
@@ -1883,12 +1913,14 @@ class Algorithm(OldAlgorithmNames):
         """Ends every EnvRunner process, releases the envs, and stops the named-object server
         (`trainer.named_objects`) if it was started after this algorithm was built (one that
         existed before keeps its objects for the next algorithm): `cleanup()` does it, as in
-        Tune's Trainable. Safe to call more than once."""
+        Tune's Trainable. Shuts Ray down if this algorithm's build started it (a Ray the user
+        started stays up). Safe to call more than once."""
         self.cleanup()
 
     def cleanup(self) -> None:
         """Tune's hook behind `stop()`: releases the EnvRunners, evaluation rounds and the
-        named-object server. A subclass that overrides it calls `super().cleanup()`."""
+        named-object server, then the Ray this algorithm's build started, if it did. A
+        subclass that overrides it calls `super().cleanup()`."""
         self._stopped = True
         replicas: DataParallelLearners | None = getattr(self, "learner_replicas", None)
         if replicas is not None:
@@ -1904,6 +1936,10 @@ class Algorithm(OldAlgorithmNames):
             evaluation.stop()
         if getattr(self, "_stops_named_objects", True):
             shutdown_named_objects()
+        started_ray = getattr(self, "_started_ray", None)
+        if started_ray is not None:  # last: the actors and named actors above ran on it
+            self._started_ray = None
+            shutdown_ray(started_ray)
 
     def __enter__(self) -> Algorithm:
         return self

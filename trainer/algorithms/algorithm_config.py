@@ -45,7 +45,11 @@ from trainer.algorithms.config.fault_tolerance import (
     FAULT_TOLERANCE_SETTINGS,
     FaultToleranceSection,
 )
-from trainer.algorithms.config.framework import FRAMEWORK_SETTINGS, FrameworkSection
+from trainer.algorithms.config.framework import (
+    FRAMEWORK_SETTINGS,
+    FrameworkSection,
+    launcher_default_framework,
+)
 from trainer.algorithms.config.learners import LearnersSection
 from trainer.algorithms.config.multi_agent import MULTI_AGENT_SETTINGS, MultiAgentSection
 from trainer.algorithms.config.offline_data import OFFLINE_DATA_SETTINGS, OfflineDataSection
@@ -200,6 +204,8 @@ class AlgorithmConfig(
         self.algo_class = algo_class
         for name, setting in self._settings().items():
             setattr(self, name, copy.deepcopy(self._DEFAULT_OVERRIDES.get(name, setting.default)))
+        if "framework_str" not in self._DEFAULT_OVERRIDES:  # under the launcher: RLlib's torch
+            self.framework_str = launcher_default_framework()
         self.callbacks_class: Any = RLlibCallback
         self.callbacks_on: dict[str, list[Callable]] = {}
         #: True on the config that evaluation EnvRunners see.

@@ -49,7 +49,7 @@ from trainer.metrics import (
 )
 from trainer.offline.recording import OfflineRecorder
 from trainer.runners import protocol
-from trainer.runners.env_runner_group import EnvRunnerGroup, local_runner_of
+from trainer.runners.env_runner_group import EnvRunnerGroup, learns_without_env, local_runner_of
 
 
 class Evaluator:
@@ -399,7 +399,8 @@ class LocalRunnerEvaluation:
 
 class EvaluationRounds:
     """An Algorithm's evaluation rounds (see the module docstring). The Evaluator is built with
-    the Algorithm when `evaluation_interval` is set, else at the first round."""
+    the Algorithm when `evaluation_interval` is set or `evaluation_num_env_runners` is above 0,
+    else at the first round."""
 
     def __init__(self, algorithm: Any):
         self._algorithm = algorithm
@@ -409,7 +410,9 @@ class EvaluationRounds:
         self.local_round: LocalRunnerEvaluation | None = None
         #: Evaluation runner states from a checkpoint, for when the evaluation runners exist.
         self.pending_state: dict | None = None
-        if self.config.evaluation_interval:
+        # RLlib's rule (`_should_create_evaluation_env_runners`): the evaluation runners are
+        # built with the Algorithm when an interval is set or evaluation runners are asked for.
+        if self.config.evaluation_interval or self.config.evaluation_num_env_runners > 0:
             self.evaluator = self._make_evaluator()
 
     def _built_evaluator(self) -> Evaluator:
@@ -441,6 +444,8 @@ class EvaluationRounds:
         (and without a custom evaluation function), the round runs on the training local
         EnvRunner, as in RLlib (`LocalRunnerEvaluation`)."""
         config = self.config
+        if config.custom_evaluation_function is None:
+            self._require_env()
         if (
             self.evaluator is None
             and not config.evaluation_interval
@@ -450,6 +455,20 @@ class EvaluationRounds:
             return self._evaluate_on_training_runner()
         self._begin()
         return self._end(self._run())
+
+    def _require_env(self) -> None:
+        """An offline algorithm built without an env (`learns_without_env`) has none to
+        evaluate in: a clear error, before any runner is asked to sample."""
+        if learns_without_env(self.config.get_evaluation_config_object()):
+            name = type(self._algorithm).__name__
+            raise ValueError(
+                f"{name}.evaluate(): evaluation runs episodes in an env, and the config has no "
+                "env (environment(env=None): the networks were built for its observation_space "
+                "and action_space, to train from recorded data); give one with "
+                "environment(env) (or evaluation(evaluation_config={'env': ...})), or evaluate "
+                "on recorded data with evaluate_offline() (evaluation("
+                "offline_evaluation_interval=...))"
+            )
 
     def _evaluate_on_training_runner(self) -> dict:
         algorithm = self._algorithm

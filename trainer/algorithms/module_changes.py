@@ -109,6 +109,11 @@ def completed_spec(module_id: str, spec: RLModuleSpec, env_spaces: Any) -> RLMod
             "RLModuleSpec (for example RLModuleSpec.from_module(algo.get_module('p0')))"
         )
     spec = copy.deepcopy(spec)
+    # RLlib's Learner.add_module builds the learner's copy whole: a spec taken from an
+    # EnvRunner's inference-only module (`RLModuleSpec.from_module(algo.get_module(...))`)
+    # adds a module the learners can train.
+    if getattr(spec, "inference_only", False):
+        spec.inference_only = False
     if spec.observation_space is not None and spec.action_space is not None:
         return spec
     observation_spaces, action_spaces = env_spaces or ({}, {})

@@ -56,6 +56,12 @@ class OfflineAlgorithm(Algorithm):
     learner: Any
     DATA_PARALLEL_LEARNERS: ClassVar[tuple[str, ...]] = ("single-agent",)
 
+    def setup(self, config: Any) -> None:
+        """The recorded data and (without an env) the spaces are checked first
+        (`require_buildable_offline`), then the Algorithm's parts are built."""
+        config.require_buildable_offline()
+        super().setup(config)
+
     def setup_learner(self) -> None:
         super().setup_learner()
         # The recorded observations are one sub-env's, as the episodes hold them.

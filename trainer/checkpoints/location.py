@@ -122,10 +122,29 @@ def staged_for_upload(path: str | os.PathLike, filesystem: Any) -> Iterator[str]
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def train_checkpoint_location(path: Any, filesystem: Any) -> tuple[Any, Any]:
+    """A Ray Train `Checkpoint` (Tune's `result.checkpoint`, which RLlib's `from_checkpoint`
+    takes) as its directory and filesystem (None for a local one); anything else as given.
+    (Such a checkpoint refuses `os.fspath`: it names its directory by `.path`.)"""
+    if (
+        filesystem is None
+        and hasattr(path, "to_directory")
+        and hasattr(path, "filesystem")
+        and isinstance(getattr(path, "path", None), str)
+    ):
+        checkpoint_fs = path.filesystem
+        if checkpoint_fs is None or getattr(checkpoint_fs, "type_name", None) == "local":
+            return path.path, None
+        return path.path, checkpoint_fs
+    return path, filesystem
+
+
 @contextlib.contextmanager
 def fetched(path: str | os.PathLike, filesystem: Any) -> Iterator[str]:
     """A local copy of the checkpoint directory at `path` on `filesystem` (removed on leaving
-    the block); without a filesystem, the local path itself."""
+    the block); without a filesystem, the local path itself. `path` may be a Ray Train
+    `Checkpoint` (`train_checkpoint_location`)."""
+    path, filesystem = train_checkpoint_location(path, filesystem)
     if filesystem is None:
         yield local_path(path)
         return

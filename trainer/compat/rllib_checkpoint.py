@@ -690,7 +690,7 @@ def set_optimizer_state(
         return "the checkpoint holds no optimizer state"
     if set(rllib_optimizers) != {RLLIB_DEFAULT_OPTIMIZER}:
         return f"its optimizers {sorted(rllib_optimizers)} are read for one module's default one"
-    module = algorithm.get_module()
+    module = algorithm.learner_module()
     if not hasattr(module, "named_parameters"):
         return "the module here is not a torch module"
     state = algorithm.learner.get_state()

@@ -11,14 +11,17 @@ subdirectory per module id, each a module's checkpoint: the layout RLlib uses, s
 work on one module of N.
 
 Nothing here unpickles: a class is imported by its path, which is why a module class defined in
-`__main__`, in a function or by a lambda cannot be saved (the error says so).
+a function or by a lambda cannot be saved (the error says so). A class the running script
+defines (`__main__`, as RLlib's example scripts do) is named by its place in the script,
+"__main__:qualname", also where a Ray worker (a Tune trial's actor) saves it, holding the
+script's class by value: the script, or a later run of it, rebuilds it; elsewhere loading it
+is refused, naming the script.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-import sys
 from typing import Any
 
 from trainer.checkpoints.codec import NotPlainData, pack
@@ -58,21 +61,19 @@ MAIN_PREFIX = "__main__:"
 def _class_path(module: Any, path: str) -> str:
     cls = type(module)
     class_path = import_path(cls)
-    main = sys.modules.get("__main__")
-    if (
-        class_path is None
-        and cls.__module__ == "__main__"
-        and getattr(main, cls.__qualname__, None) is cls
-    ):
+    if class_path is None and cls.__module__ == "__main__" and "<" not in cls.__qualname__:
         # A script's own module class (RLlib's examples define theirs in the script): named
-        # by its place in the script, which a process running the same script resolves.
+        # by its place in the script, which a process running the same script resolves. In a
+        # Ray worker (a Tune trial's actor, an EnvRunner) the class came by value from the
+        # script's process (cloudpickle pickles `__main__` classes so), so the worker's own
+        # `__main__` does not hold it; the script that saved it does.
         class_path = MAIN_PREFIX + cls.__qualname__
     if class_path is None:
         raise CheckpointError(
             path,
             f"{cls.__qualname__} (module {cls.__module__!r}) cannot be named by an import "
             "path, so a checkpoint could not rebuild it: define the module class at the top "
-            "level of an importable module (not in __main__ or inside a function)",
+            "level of an importable module or of the script (not inside a function)",
         )
     return class_path
 

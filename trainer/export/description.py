@@ -17,7 +17,6 @@ refused.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -51,18 +50,8 @@ from trainer.core.policy_description import (
     PolicyDescription,
     unexpressible,
 )
+from trainer.export.describers import DESCRIBER_ATTRIBUTE, Describer, describer_of
 from trainer.runners.env_runner_group import local_runner_of
-from trainer.util.import_paths import resolve_import_path
-
-#: The class attribute by which a module class names the function that describes its
-#: networks: "module:function", called as `function(module, description)` to fill in the
-#: description's encoder, LSTM, heads, log-std and distribution (an ExportError for a module
-#: it cannot express). Read through the class's bases, so a subclass reaches its base's
-#: describer, which decides whether the subclass computes what the base does. A dotted path,
-#: resolved here: the algorithms' folders sit below the export and never import it.
-DESCRIBER_ATTRIBUTE = "export_describer"
-
-Describer = Callable[[Any, PolicyDescription], None]
 
 
 def space_to_json(space: gym.Space, where: str) -> dict[str, Any]:
@@ -95,7 +84,7 @@ def module_of(algorithm: Any, module_id: str) -> Any:
         raise ExportError(
             f"module_id={module_id!r}: no such module; the algorithm's modules are {known}"
         )
-    return algorithm.get_module(module_id)
+    return algorithm.learner_module(module_id)
 
 
 def describe_policy(algorithm: Any, module_id: str = DEFAULT_MODULE_ID) -> PolicyDescription:
@@ -163,13 +152,6 @@ def describe_policy(algorithm: Any, module_id: str = DEFAULT_MODULE_ID) -> Polic
     return description
 
 
-def describer_of(module: Any) -> Describer | None:
-    """The function that describes `module`'s networks: the one its class (or a base) names
-    by `export_describer`; None for a module class that names none."""
-    path = getattr(type(module), DESCRIBER_ATTRIBUTE, None)
-    return None if path is None else resolve_import_path(path)
-
-
 def _describe_filter(pipeline: Any, obs_space: gym.Space, description: PolicyDescription) -> None:
     """The env-to-module pipeline's MeanStdFilter as constants: its running mean, and its std
     plus the filter's `SMALL_NUMBER` (the scale the observation is divided by); clipped as it clips."""
@@ -199,6 +181,7 @@ def _describe_filter(pipeline: Any, obs_space: gym.Space, description: PolicyDes
 
 __all__ = [
     "DESCRIBER_ATTRIBUTE",
+    "Describer",
     "ExportError",
     "PolicyDescription",
     "describe_policy",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from torch import nn
 
 from trainer.core.policy_description import PolicyDescription
-from trainer.export.description import Describer
+from trainer.export.describers import Describer
 from trainer.torch_rl.export_layers import NOT_A_DEFAULT_MODULE, refuse
 
 

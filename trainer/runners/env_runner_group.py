@@ -205,6 +205,19 @@ def _group_env_creator(config: AlgorithmConfig) -> EnvCreator:
     return make_env_creator(config.env)
 
 
+def learns_without_env(config: Any) -> bool:
+    """Whether `config` is an offline algorithm's (BC, MARWIL, CQL, IQL) without an env: its
+    networks are built for `environment(observation_space=..., action_space=...)` and it trains
+    from recorded data. Its group is the local EnvRunner alone, without env (RLlib builds no
+    EnvRunners for an offline algorithm): it holds the inference module, and no runner
+    processes start whatever `num_env_runners` says."""
+    return (
+        config.env is None
+        and config.env_runner_cls is None
+        and bool(getattr(config, "_LEARNS_OFFLINE", False))
+    )
+
+
 def _weights_fully_synced(config: AlgorithmConfig) -> bool:
     """Whether a weight sync overwrites every parameter of a runner's networks: true of this
     package's EnvRunner and modules (`set_weights` takes exactly the module's parameters), not
@@ -271,6 +284,9 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         (`_start_remote_runners`, whose first reply gives the spaces), then the local one
         (`_build_local_runner`), then the failures of those that did not start."""
         config = _group_config(config, num_env_runners)
+        without_env = learns_without_env(config)
+        if without_env:
+            config = _group_config(config, 0)
         if env_creator is None and _setup:
             env_creator = _group_env_creator(config)
         self._init_async()
@@ -306,7 +322,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             return
         num = config.num_env_runners
         if num == 0:
-            self._build_local_runner(num)
+            self._build_local_runner(num, create_env=not without_env)
             return
         replies, failures = self._start_remote_runners(num)
         first = replies[min(replies)]
@@ -366,9 +382,10 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         )
         return replies, failures
 
-    def _build_local_runner(self, num: int) -> None:
+    def _build_local_runner(self, num: int, *, create_env: bool = True) -> None:
         """The runner in this process (index 0), of a group of `num` remote runners: with
-        none, it samples (its own env, its spaces the group's); else it has an env only with
+        none, it samples (its own env, its spaces the group's; without env, `create_env=False`,
+        the config's spaces, see `learns_without_env`); else it has an env only with
         `create_env_on_local_worker`, and the spaces the remote runners reported."""
         config, runner_cls = self.config, self.env_runner_cls
         with self._initial_weights():
@@ -379,6 +396,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
                     worker_index=0,
                     num_workers=0,
                     tune_trial_id=self._tune_trial_id,
+                    **({} if create_env else {"create_env": False}),
                 )
             else:
                 self.local_env_runner = runner_cls(

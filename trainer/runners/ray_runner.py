@@ -15,7 +15,9 @@ Resources mean what they mean in RLlib: `num_cpus_per_env_runner`, `num_gpus_per
 `custom_resources_per_env_runner`; actors are spread over the nodes ("SPREAD"), or, in a Ray
 Tune trial, placed in the trial's placement group. The driver
 joins the cluster the user already joined (`ray.init(...)` before `build()`), else
-`env_runners(ray_address=...)` or `RAY_ADDRESS`, else starts a local Ray instance.
+`env_runners(ray_address=...)` or `RAY_ADDRESS`, else starts a local Ray instance. A Ray
+started here (`connect`) is shut down by the `stop()` of the algorithm whose build started it
+(`ray_started_since`, `shutdown_ray`); a Ray the user started stays up.
 """
 
 from __future__ import annotations
@@ -69,15 +71,62 @@ def ray_is_stand_in() -> bool:
     return finder is not None and bool(getattr(finder, RAY_STAND_IN))
 
 
-def connect(address: str | None) -> None:
+#: The Ray session `connect` started in this process (`_session` of it: the driver's node and
+#: job ids), or None: the one an algorithm that started it shuts down (`shutdown_ray`).
+_started_session: tuple[str, str] | None = None
+
+
+def _session(ray: Any) -> tuple[str, str]:
+    """The Ray session this process is connected to: its node id (a new local instance has a
+    new one) and job id (a new connection to a cluster is a new job)."""
+    context = ray.get_runtime_context()
+    return (context.get_node_id(), context.get_job_id())
+
+
+def connect(address: str | None) -> bool:
     """Joins a Ray cluster unless this process already has: `address`, else `RAY_ADDRESS`,
-    else a new local instance."""
+    else a new local instance. Whether it called `ray.init` (the session it started is
+    `started_ray_session()`; a Ray this process joined before stays the user's)."""
+    global _started_session
     import ray
 
     if ray.is_initialized():
-        return
+        return False
     address = address or os.environ.get("RAY_ADDRESS") or None
     ray.init(address=address, include_dashboard=False, log_to_driver=True, configure_logging=False)
+    _started_session = _session(ray)
+    return True
+
+
+def started_ray_session() -> tuple[str, str] | None:
+    """The Ray session `connect` started, while this process is still connected to it; None
+    when Ray is not running here, or runs as the user (or the Tune front) started it. Never
+    imports Ray."""
+    ray = sys.modules.get("ray")
+    if _started_session is None or ray is None or ray_is_stand_in() or not ray.is_initialized():
+        return None
+    return _started_session if _session(ray) == _started_session else None
+
+
+def ray_started_since(before: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The Ray session `connect` started since `started_ray_session()` gave `before`; None if
+    it started none (Ray was running already, the user's or an earlier algorithm's)."""
+    now = started_ray_session()
+    return now if now != before else None
+
+
+def shutdown_ray(session: tuple[str, str] | None) -> bool:
+    """`ray.shutdown()` if this process is still connected to `session`, a Ray session
+    `connect` started (`ray_started_since`); whether it shut it down. A Ray the user started
+    (or one started since: another session) stays."""
+    global _started_session
+    if session is None or started_ray_session() != session:
+        return False
+    import ray
+
+    ray.shutdown()
+    _started_session = None
+    return True
 
 
 class _EnvRunnerActor:

@@ -24,6 +24,7 @@ import contextlib
 import faulthandler
 import gc
 import os
+import pickle
 import signal
 import sys
 import traceback
@@ -200,11 +201,17 @@ def serve(conn: Connection, worker_index: int, main_pid: int | None = None) -> N
             return  # the main process closed the connection: nothing left to serve
         reply = server.answer(request)
         try:
-            conn.send(reply)
+            # A plain pickle, not the connection's ForkingPickler: with torch imported, that
+            # one sends a tensor (a torch module a `foreach_env_runner` function returns) as a
+            # handle to shared memory, fetched back through multiprocessing's resource sharer,
+            # which this worker's key is not (AuthenticationError in the main process).
+            payload = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:  # noqa: BLE001 - the result itself could not be pickled
+            payload = pickle.dumps(server.failed(request, error), protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            conn.send_bytes(payload)
         except (EOFError, OSError, BrokenPipeError):
             return
-        except Exception as error:  # noqa: BLE001 - the result itself could not be pickled
-            conn.send(server.failed(request, error))
 
 
 def _label(request: Any) -> str:

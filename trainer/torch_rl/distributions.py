@@ -442,11 +442,21 @@ class TorchMultiDistribution(Distribution):
         )
 
     def logp(self, value: Any, **kwargs: Any) -> torch.Tensor:
-        """`value` in the children's structure, or one tensor `(B, ...)` whose columns are the
-        children's actions side by side (a categorical's takes one column)."""
+        """`value` in the children's structure, or one tensor `(*batch, width)` whose last
+        dimension holds the children's actions side by side (a categorical's takes one column):
+        rows `(B, width)`, or a recurrent module's sequences `(B, T, width)`."""
         if isinstance(value, torch.Tensor):
-            widths = [self._action_width(dist) for dist in self._flat_child_distributions]
-            parts = list(torch.split(value, widths, dim=1))
+            batch_dims = max(value.dim() - 1, 0)
+            widths = [
+                self._action_width(dist, batch_dims) for dist in self._flat_child_distributions
+            ]
+            if value.dim() == 0 or value.shape[-1] != sum(widths):
+                raise ValueError(
+                    f"TorchMultiDistribution.logp: the actions' last dimension (shape "
+                    f"{tuple(value.shape)}) must hold the children's action columns side by "
+                    f"side, {widths} ({sum(widths)} in all)"
+                )
+            parts = list(torch.split(value, widths, dim=-1))
         else:
             parts = _flatten(value)
         if len(parts) != len(self._flat_child_distributions):
@@ -463,13 +473,16 @@ class TorchMultiDistribution(Distribution):
         return total
 
     @staticmethod
-    def _action_width(dist: Distribution) -> int:
+    def _action_width(dist: Distribution, batch_dims: int = 1) -> int:
+        """The columns a child's action takes in a flat row: one for a categorical, one per
+        component of a multi-categorical, otherwise the size of a sample past its
+        `batch_dims` leading (batch, time) dimensions."""
         if isinstance(dist, TorchCategorical):
             return 1
         if isinstance(dist, TorchMultiCategorical):
             return len(dist._cats)
         sample = dist.sample()
-        return 1 if sample.dim() == 1 else int(sample.shape[1])
+        return max(1, math.prod(int(d) for d in sample.shape[batch_dims:]))
 
     def entropy(self, **kwargs: Any) -> torch.Tensor:
         return sum(dist.entropy() for dist in self._flat_child_distributions)

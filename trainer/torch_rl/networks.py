@@ -254,20 +254,51 @@ class MLPHead(nn.Module):
         return out
 
 
+def is_image_space(space: gym.Space | None) -> bool:
+    """Whether the default encoders read `space` as an image (a 3-D Box, channels-last): with
+    RLlib's CNN, and with `use_lstm` with the CNN as the LSTM's tokenizer."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) == 3
+
+
 class LSTMEncoder(nn.Module):
-    """RLlib's TorchLSTMEncoder: a tokenizer (the `fcnet_*` MLP, `tokenizer`) then one
+    """RLlib's TorchLSTMEncoder: a tokenizer applied at each time step (`tokenizer`), then one
     batch-first `nn.LSTM` layer of `lstm_cell_size` units (`lstm`), its weights and biases
     initialized per `lstm_*_initializer` (torch's defaults otherwise).
 
-    `forward(x, state)`: `x` is `(B, T, D)`, `state` `{"h": (B, 1, H), "c": (B, 1, H)}` (batch
-    first, one layer: RLlib's layout); returns the features `(B, T, H)` and the state after
-    the last step, in the same layout."""
+    The tokenizer is what RLlib's catalog builds for the observation space without the LSTM
+    (`Catalog.get_tokenizer_config`): the `fcnet_*` MLP over `input_dim` features, or for
+    images (`image_shape`, channels-last) RLlib's CNN (`conv_filters`, or its preset for the
+    image size; `fcnet_hiddens` is not used), flattened. `extra_dim` features (the previous
+    action and reward with `lstm_use_prev_action` / `lstm_use_prev_reward`) join an image's
+    CNN features before the LSTM; with the MLP they are part of `input_dim`.
 
-    def __init__(self, input_dim: int, model_config: dict) -> None:
+    `forward(x, state, extra=None)`: `x` is `(B, T, D)` (or `(B, T, *image_shape)`), `extra`
+    `(B, T, extra_dim)`, `state` `{"h": (B, 1, H), "c": (B, 1, H)}` (batch first, one layer:
+    RLlib's layout); returns the features `(B, T, H)` and the state after the last step, in
+    the same layout."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        model_config: dict,
+        image_shape: tuple[int, int, int] | None = None,
+        extra_dim: int = 0,
+    ) -> None:
         super().__init__()
-        self.tokenizer = MLPEncoder(input_dim, model_config)
+        self.image_shape = image_shape
+        self.extra_dim = int(extra_dim) if image_shape is not None else 0
+        tokenizer: nn.Module
+        if image_shape is not None:
+            from trainer.torch_rl.cnn_encoder import CNNEncoder, default_conv_filters
+
+            filters = model_config["conv_filters"] or default_conv_filters(image_shape)
+            tokenizer = CNNEncoder(image_shape, {**model_config, "conv_filters": filters})
+        else:
+            tokenizer = MLPEncoder(input_dim, model_config)
+        self.tokenizer = tokenizer
         self.cell_size = int(model_config["lstm_cell_size"])
-        self.lstm = nn.LSTM(self.tokenizer.output_dim, self.cell_size, 1, batch_first=True)
+        lstm_input = int(tokenizer.output_dim) + self.extra_dim
+        self.lstm = nn.LSTM(lstm_input, self.cell_size, 1, batch_first=True)
         kernel_init = _initializer(model_config["lstm_kernel_initializer"])
         kernel_kwargs = model_config["lstm_kernel_initializer_kwargs"] or {}
         bias_init = _initializer(model_config["lstm_bias_initializer"])
@@ -287,10 +318,32 @@ class LSTMEncoder(nn.Module):
         """Zeros of shape `(num_layers=1, lstm_cell_size)` for "h" and "c" (RLlib's)."""
         return {"h": torch.zeros(1, self.cell_size), "c": torch.zeros(1, self.cell_size)}
 
+    def tokens(self, x: torch.Tensor, extra: torch.Tensor | None = None) -> torch.Tensor:
+        """The LSTM's input `(B, T, F)`: the tokenizer over each time step of `x` (an image
+        batch as `B * T` images), then `extra`."""
+        if self.image_shape is None:
+            return self.tokenizer(x)
+        if x.dim() != 5 or tuple(x.shape[2:]) != tuple(self.image_shape):
+            raise ValueError(
+                f"LSTMEncoder: observations of shape {tuple(x.shape)}; expected sequences of "
+                f"images (B, T, {', '.join(str(d) for d in self.image_shape)})"
+            )
+        batch, time = x.shape[:2]
+        features = self.tokenizer(x.reshape(batch * time, *self.image_shape))
+        features = features.reshape(batch, time, -1)
+        if self.extra_dim:
+            if extra is None:
+                raise ValueError(
+                    f"LSTMEncoder: {self.extra_dim} features of previous actions / rewards "
+                    "expected with the images, none given"
+                )
+            features = torch.cat([features, extra.to(features.dtype)], dim=-1)
+        return features
+
     def forward(
-        self, x: torch.Tensor, state: dict[str, torch.Tensor]
+        self, x: torch.Tensor, state: dict[str, torch.Tensor], extra: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        tokens = self.tokenizer(x)
+        tokens = self.tokens(x, extra)
         # States come batch first; torch's LSTM takes them layers first.
         h_in = state["h"].to(tokens.dtype).transpose(0, 1).contiguous()
         c_in = state["c"].to(tokens.dtype).transpose(0, 1).contiguous()
@@ -302,16 +355,27 @@ class RecurrentActorCriticEncoder(nn.Module):
     """RLlib's actor-critic encoder over LSTM encoders (RLlib's
     `TorchStatefulActorCriticEncoder`): with `vf_share_layers` one `encoder`, its state
     `{"h", "c"}`; without, an `actor_encoder` and a `critic_encoder`, the state
-    `{"actor": {"h", "c"}, "critic": {"h", "c"}}`."""
+    `{"actor": {"h", "c"}, "critic": {"h", "c"}}`. `image_shape` and `extra_dim`: see
+    `LSTMEncoder`."""
 
-    def __init__(self, input_dim: int, model_config: dict) -> None:
+    def __init__(
+        self,
+        input_dim: int,
+        model_config: dict,
+        image_shape: tuple[int, int, int] | None = None,
+        extra_dim: int = 0,
+    ) -> None:
         super().__init__()
         self.shared = bool(model_config["vf_share_layers"])
+
+        def make() -> LSTMEncoder:
+            return LSTMEncoder(input_dim, model_config, image_shape, extra_dim)
+
         if self.shared:
-            self.encoder = LSTMEncoder(input_dim, model_config)
+            self.encoder = make()
         else:
-            self.actor_encoder = LSTMEncoder(input_dim, model_config)
-            self.critic_encoder = LSTMEncoder(input_dim, model_config)
+            self.actor_encoder = make()
+            self.critic_encoder = make()
         self.output_dim = int(model_config["lstm_cell_size"])
 
     def get_initial_state(self) -> dict[str, Any]:
@@ -322,19 +386,23 @@ class RecurrentActorCriticEncoder(nn.Module):
             "critic": self.critic_encoder.get_initial_state(),
         }
 
-    def forward(self, x: torch.Tensor, state: dict[str, Any]) -> tuple[Any, Any, dict]:
+    def forward(
+        self, x: torch.Tensor, state: dict[str, Any], extra: torch.Tensor | None = None
+    ) -> tuple[Any, Any, dict]:
         """`(actor features, critic features, state out)`."""
         if self.shared:
-            features, state_out = self.encoder(x, state)
+            features, state_out = self.encoder(x, state, extra)
             return features, features, state_out
-        actor, actor_state = self.actor_encoder(x, state["actor"])
-        critic, critic_state = self.critic_encoder(x, state["critic"])
+        actor, actor_state = self.actor_encoder(x, state["actor"], extra)
+        critic, critic_state = self.critic_encoder(x, state["critic"], extra)
         return actor, critic, {"actor": actor_state, "critic": critic_state}
 
-    def encode_critic(self, x: torch.Tensor, state: dict[str, Any]) -> torch.Tensor:
+    def encode_critic(
+        self, x: torch.Tensor, state: dict[str, Any], extra: torch.Tensor | None = None
+    ) -> torch.Tensor:
         if self.shared:
-            return self.encoder(x, state)[0]
-        return self.critic_encoder(x, state["critic"])[0]
+            return self.encoder(x, state, extra)[0]
+        return self.critic_encoder(x, state["critic"], extra)[0]
 
 
 class ObservationEncoding:

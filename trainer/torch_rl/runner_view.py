@@ -43,6 +43,7 @@ from trainer.core.apis import QNetAPI
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.core.obs_tree import tree_len, tree_map
+from trainer.core.rl_module import RLModule
 from trainer.torch_rl.learner import TorchThreads
 from trainer.torch_rl.numpy_inference import (
     NUMPY_FORWARD_CLASS,
@@ -306,7 +307,7 @@ class TorchModuleView:
         draws from torch's generator seeded with it (torch's global generator is left as it
         was), for a module that draws in its forward (`draws_in_forward`)."""
         batch: dict[str, Any] = {
-            Columns.OBS: tree_map(lambda leaf: leaf[:, None], obs),
+            Columns.OBS: tree_map(lambda leaf: leaf[:, None], self.module_observations(obs)),
             Columns.STATE_IN: state,
         }
         if prev_actions is not None:
@@ -550,3 +551,9 @@ def torch_view(module: TorchRLModule) -> TorchModuleView:
         raise TypeError(f"{type(module).__qualname__} is not a TorchRLModule")
     spaces = SpaceInfo.from_spaces(module.observation_space, module.action_space, nested_obs=True)
     return TorchModuleView(module, spaces)
+
+
+# An EnvRunner's `module` is an RLModule in RLlib (user code checks `isinstance(runner.module,
+# RLModule)`, RLlib's EnvRunnerGroup test among them): the view answers RLModule's API, the
+# rest from its torch module.
+RLModule.register(TorchModuleView)

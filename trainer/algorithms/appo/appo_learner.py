@@ -21,6 +21,7 @@ import numpy as np
 
 from trainer.algorithms.appo.loss import numpy_loss, numpy_loss_gradients
 from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
+from trainer.algorithms.ppo.loss import adapted_kl_coeff, float32_coeff
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.core.obs_tree import tree_rows
 from trainer.core.torch_inputs import from_torch
@@ -56,7 +57,7 @@ class APPOTargetState:
 
     def start_target_state(self) -> None:
         self.set_target_weights(self.module_weights())
-        self.kl_coeff = float(self.config.kl_coeff)
+        self.kl_coeff = float32_coeff(self.config.kl_coeff)
         self.last_target_update_ts = 0
         self.num_env_steps_trained = 0
 
@@ -87,10 +88,7 @@ class APPOTargetState:
         )
         if cfg.use_kl_loss:
             kl = self.mean_over_learners(float(stats["mean_kl_loss"]))
-            if kl > 2.0 * cfg.kl_target:
-                self.kl_coeff *= 1.5
-            elif kl < 0.5 * cfg.kl_target:
-                self.kl_coeff *= 0.5
+            self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
         stats["curr_kl_coeff"] = self.kl_coeff
         period = (
             cfg.target_network_update_freq

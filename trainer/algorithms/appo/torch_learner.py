@@ -10,11 +10,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.algorithms.appo.appo_learner import APPOTargetState
+from trainer.algorithms.appo.appo_learner import (
+    APPOTargetState,
+    module_columns,
+    trajectory_batch_from_columns,
+)
 from trainer.algorithms.appo.loss import torch_loss
 from trainer.algorithms.impala.impala_learner import TrajectoryBatch
 from trainer.algorithms.impala.torch_learner import BEHAVIOUR_LOGP, IS_STEP, IMPALATorchLearner
 from trainer.compat.rllib_utils import Columns
+from trainer.core.models import DEFAULT_MODULE_ID
 
 
 class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
@@ -69,14 +74,33 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
 
     def update(
         self,
-        episodes: list[Any] | TrajectoryBatch,
+        episodes: list[Any] | TrajectoryBatch | None = None,
         *,
+        batch: Any = None,
+        timesteps: dict[str, Any] | None = None,
         num_env_steps_sampled_lifetime: int | None = None,
         minibatch_size: int | None = None,
         num_minibatches: int | None = None,
     ) -> dict[str, Any]:
         """IMPALA's update with APPO's loss (a step per minibatch, if any), then the KL
-        coefficient and the target network."""
+        coefficient and the target network. `batch=` takes RLlib's column batch instead of
+        episodes (a `MultiAgentBatch` of this learner's module, or its columns), with RLlib's
+        `timesteps`, as the numpy learner's `update`."""
+        if (episodes is None) == (batch is None):
+            raise ValueError(
+                f"{type(self).__name__}.update(): give the episodes or batch=, one of them"
+            )
+        if batch is not None:
+            episodes = trajectory_batch_from_columns(
+                module_columns(batch, DEFAULT_MODULE_ID),
+                int(self.config.get_rollout_fragment_length()),
+                self.module.spaces.preprocess,
+                discrete_actions=self.module.spaces.action_discrete_n is not None,
+            )
+        if timesteps and num_env_steps_sampled_lifetime is None:
+            lifetime = timesteps.get("num_env_steps_sampled_lifetime")
+            num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
+        assert episodes is not None
         stats = super().update(
             episodes,
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,

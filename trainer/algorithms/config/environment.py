@@ -93,6 +93,9 @@ class EnvironmentSection(ConfigBase):
 
     if TYPE_CHECKING:  # what this section reads of the others
         env_runner_cls: type | None
+        _LEARNS_OFFLINE: bool
+        evaluation_interval: int | None
+        evaluation_config: dict[str, Any] | None
 
         @property
         def is_multi_agent(self) -> Flag: ...
@@ -176,8 +179,14 @@ class EnvironmentSection(ConfigBase):
     def _validate_environment(self, name: str) -> None:
         """The env spec again (it may have been set without `environment()`), and a
         MultiAgentEnv class needs a multi-agent config. A custom `env_runner_cls` may have
-        no env (RLlib's server for external simulators gets its episodes over TCP)."""
+        no env (RLlib's server for external simulators gets its episodes over TCP), and so may
+        an offline algorithm (BC, MARWIL, CQL, IQL: it learns from recorded data, its networks
+        built for `observation_space` / `action_space`), as in RLlib, unless it evaluates in
+        an env (`evaluation_interval`)."""
         if self.env is None and self.env_runner_cls is not None:
+            return
+        if self.env is None and self._LEARNS_OFFLINE:
+            self._validate_offline_without_env(name)
             return
         try:
             check_env_spec(self.env)
@@ -191,3 +200,16 @@ class EnvironmentSection(ConfigBase):
         ):
             # Before any EnvRunner starts (an env from a creator: when the runner makes it).
             raise ConfigError(f"{name}: {multi_agent_env_needs_policies(self.env.__qualname__)}")
+
+    def _validate_offline_without_env(self, name: str) -> None:
+        """An offline algorithm without an env trains from recorded data; only evaluating in an
+        env (`evaluation_interval`, unless `evaluation_config` names an env) needs one. (RLlib
+        fails there when it builds the evaluation EnvRunners: "`config.env` is not provided!")"""
+        eval_env = (self.evaluation_config or {}).get("env")
+        if self.evaluation_interval and eval_env is None:
+            raise ConfigError(
+                f"{name}.evaluation(evaluation_interval={self.evaluation_interval!r}): evaluation "
+                "runs episodes in an env, and the config has no env (environment(env=None)); "
+                "give one with environment(env) (or evaluation(evaluation_config={'env': ...})), "
+                "or evaluate on recorded data with evaluation(offline_evaluation_interval=...)"
+            )

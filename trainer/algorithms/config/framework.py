@@ -48,6 +48,18 @@ def _spec_names_torch_module(spec: Any) -> bool:
     return is_torch_module_class(getattr(spec, "module_class", None))
 
 
+def launcher_default_framework() -> str:
+    """The framework a config gets when none is chosen: "numpy", this project's default, except
+    where RLlib's imports are served by the launcher (`python -m trainer run script.py`, or
+    `trainer.launcher.install()`): there an unmodified RLlib script gets RLlib's default,
+    "torch", when torch is installed (its EnvRunners infer with the torch modules' numpy
+    twins), and "numpy" without it."""
+    finder = sys.modules.get("trainer.launcher.finder")
+    if finder is None or finder.installed_finder() is None:
+        return "numpy"
+    return "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+
+
 #: The settings of `framework()`, as `name: (default, check, doc[, UsualRange])`: this
 #: section's part of the settings table (`trainer.algorithms.settings`).
 FRAMEWORK_SETTINGS: dict[str, Setting] = settings_of(
@@ -90,10 +102,11 @@ class FrameworkSection(ConfigBase):
         and "tf" are accepted so RLlib scripts run unchanged, and run on numpy (`build()`
         warns once). TF and torch options are accepted with a warning at build when set.
         `framework(None)`, which RLlib takes, leaves the framework to the default (numpy, or
-        torch where a torch module or learner class asks for it)."""
+        torch where a torch module or learner class asks for it; under the launcher, RLlib's
+        default: `launcher_default_framework`)."""
         self._reject_unknown("framework", unknown, ["framework"])
         if framework is None:  # RLlib takes None (and fails at build); here: the default
-            self.framework_str = FRAMEWORK_SETTINGS["framework_str"].default
+            self.framework_str = launcher_default_framework()
             self._given.discard("framework_str")
             return self
         return self._set(

@@ -272,19 +272,34 @@ class OfflineDataSection(ConfigBase):
             )
 
     def _require_recorded_data(self, name: str) -> None:
-        """An offline algorithm's checks: recorded data to learn from, and one agent."""
+        """An offline algorithm's check at `validate()`: one agent. The recorded data and the
+        spaces are required when it is built (`require_buildable_offline`): RLlib's
+        `validate()` passes without them (its own IQL and MARWIL config tests validate such
+        configs)."""
         config: Any = self
-        algorithm = name[: -len("Config")]
+        if config.is_multi_agent:
+            raise ConfigError(
+                f"{name}: multi-agent offline learning is not supported (nor by RLlib 2.60's "
+                "offline reader)"
+            )
+
+    def require_buildable_offline(self) -> None:
+        """An offline algorithm's checks when it is built: recorded data to learn from and,
+        without an env, the spaces to build its networks for."""
+        config: Any = self
+        name = type(self).__name__
+        algorithm = name[: -len("Config")] if name.endswith("Config") else name
         if not self.is_offline:
             raise ConfigError(
                 f"{name}: {algorithm} learns from recorded data: give it with "
                 "offline_data(input_=<parquet files, a glob or a folder>); any algorithm "
                 "records one with offline_data(output=<folder>)"
             )
-        if config.is_multi_agent:
+        if config.env is None and (config.observation_space is None or config.action_space is None):
             raise ConfigError(
-                f"{name}: multi-agent offline learning is not supported (nor by RLlib 2.60's "
-                "offline reader)"
+                f"{name}: without an env, {algorithm}'s networks are built for the spaces "
+                "given with environment(observation_space=..., action_space=...): give both "
+                "(or an env with environment(env))"
             )
 
     @property

@@ -44,6 +44,16 @@ DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
+        "CQLConfig without an env",
+        "builds and trains from recorded data for environment(observation_space=..., "
+        "action_space=...), as BC, MARWIL and IQL do in RLlib and here "
+        "(tests/test_offline_spaces_and_get_module.py)",
+        "RLlib 2.60's CQL config is an online one (it does not set _is_online=False as "
+        "MARWIL's does), so its Algorithm builds a local EnvRunner that makes the env and "
+        'fails: "`config.env` is not provided!"; CQL here learns from recorded data only',
+        BEHAVIOUR,
+    ),
+    Difference(
         "CQL training results: num_env_steps_sampled_lifetime",
         "train_batch_size_per_learner per training step, as BC and MARWIL",
         "RLlib's CQL logs no env steps at all (its tuned example's stop on "

@@ -3,7 +3,7 @@ what they do here not as RLlib 2.60's do, and why."""
 
 from __future__ import annotations
 
-from trainer.algorithms.registry import BEHAVIOUR, UNIT_TEST, Difference
+from trainer.algorithms.registry import BEHAVIOUR, Difference
 
 #: MARWIL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
@@ -22,14 +22,5 @@ DIFFERENCES: tuple[Difference, ...] = (
         "remote learners; here a training step always reads and trains on "
         "dataset_num_iters_per_learner batches (None: 1)",
         BEHAVIOUR,
-    ),
-    Difference(
-        "rllib/algorithms/marwil/tests/test_marwil_rl_module.py::TestMARWILRLModule::"
-        "test_forward_train",
-        "the default module is a numpy PolicyModule (framework numpy by default): given torch "
-        "tensors it answers with tensors that carry no gradient, so the test's backward() "
-        "fails; a torch module here (framework('torch')) has them",
-        "numpy learners are this project's default framework; RLlib's default is torch",
-        UNIT_TEST,
     ),
 )

@@ -17,8 +17,9 @@
     torch_module.py    DefaultPPOTorchRLModule, the default torch module
     numpy_inference.py DefaultPPOTorchRLModule's forward pass on the EnvRunners, in numpy
     torch_export.py    DefaultPPOTorchRLModule as the export's description
+    numpy_state.py     a numpy module's state as the torch one's (both modules import it)
     state_conversion.py
-                       a numpy module's state as the torch one's
+                       a numpy module as the torch one of its weights (`torch_twin_of`)
     catalog.py         RLlib's PPOCatalog
     presets.py         the main job's presets
     differences.py     its rows of the deliberate-differences table

@@ -64,12 +64,21 @@ LOSS_STAT_KEYS = (POLICY_LOSS, VF_LOSS, VF_LOSS_UNCLIPPED, VF_EXPLAINED_VAR, ENT
 _sum = np.add.reduce
 
 
+def float32_coeff(value: float) -> float:
+    """`value` rounded to float32, as a Python float: RLlib keeps its adaptive KL coefficient
+    as a float32 tensor, so a coefficient set to 0.01 reports 0.009999999776 (RLlib's unit
+    tests compare it with the value set). The losses compute in float32, where the rounded
+    and the unrounded value are the same number."""
+    return float(np.float32(value))
+
+
 def adapted_kl_coeff(kl_coeff: float, mean_kl: float, cfg: PPOConfig) -> float:
-    """RLlib's KL coefficient adaptation: x1.5 above twice `kl_target`, x0.5 below half."""
+    """RLlib's KL coefficient adaptation: x1.5 above twice `kl_target`, x0.5 below half, in
+    float32 as RLlib's tensor (`float32_coeff`)."""
     if mean_kl > 2.0 * cfg.kl_target:
-        return kl_coeff * 1.5
+        return float32_coeff(kl_coeff * 1.5)
     if mean_kl < 0.5 * cfg.kl_target:
-        return kl_coeff * 0.5
+        return float32_coeff(kl_coeff * 0.5)
     return kl_coeff
 
 

@@ -45,9 +45,9 @@ class PolicyModule(FlatParameterModule, ValueFunctionAPI):
         cls, state: dict, model_config: dict, module: Any, where: str
     ) -> dict:
         """The state as the default torch PPO module's `state_dict`
-        (`trainer.algorithms.ppo.state_conversion`)."""
+        (`trainer.algorithms.ppo.numpy_state`)."""
         # The conversion reads torch modules: imported with torch, which `module` needs.
-        from trainer.algorithms.ppo.state_conversion import numpy_ppo_state_to_torch
+        from trainer.algorithms.ppo.numpy_state import numpy_ppo_state_to_torch
 
         return numpy_ppo_state_to_torch(state, model_config, module, where=where)
 

@@ -18,6 +18,7 @@ from trainer.algorithms.ppo.loss import (
     CURR_KL_COEFF,
     MEAN_KL_LOSS,
     adapted_kl_coeff,
+    float32_coeff,
     numpy_loss,
     numpy_loss_gradients,
 )
@@ -273,7 +274,7 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         super().__init__(
             config, module if module is not None else config.build_module(spaces, seed=config.seed)
         )
-        self.kl_coeff = config.kl_coeff
+        self.kl_coeff = float32_coeff(config.kl_coeff)
         self.start_entropy_coeff(config)
         self.rng = np.random.default_rng(seeding.derived_stream(config.seed, SHUFFLE_SEED_WORD))
         #: Updates run on one or two BLAS threads, by measurement, unless the user sized the

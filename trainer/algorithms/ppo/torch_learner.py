@@ -36,6 +36,7 @@ from trainer.algorithms.ppo.loss import (
     CURR_ENTROPY_COEFF,
     CURR_KL_COEFF,
     MEAN_KL_LOSS,
+    float32_coeff,
     torch_loss,
 )
 from trainer.algorithms.ppo.numpy_update import NumpyPPOUpdate
@@ -121,7 +122,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
                 nested_obs=True,
             ).keeping_obs_shape()
         )
-        self.kl_coeff = float(config.kl_coeff)
+        self.kl_coeff = float32_coeff(config.kl_coeff)
         self.start_entropy_coeff(config)
         #: Whether the module is recurrent: it then trains on zero-padded sequences.
         self.stateful = bool(self.rl_module.is_stateful())

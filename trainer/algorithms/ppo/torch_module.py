@@ -21,14 +21,15 @@ Weights start as torch's (and RLlib's) defaults unless the `*_initializer` keys 
 1-D Boxes (a 2-D Box is flattened), images (3-D Boxes) or Discrete (one-hot encoded, as the
 numpy module does).
 
-With `use_lstm` (RLlib's recurrent encoder) each encoder is an `LSTMEncoder`: the `fcnet_*`
-MLP as its tokenizer, then one LSTM layer of `lstm_cell_size` units. The module is then
+With `use_lstm` (RLlib's recurrent encoder) each encoder is an `LSTMEncoder`: RLlib's tokenizer
+(the `fcnet_*` MLP, or for images RLlib's CNN, applied at each time step), then one LSTM layer of
+`lstm_cell_size` units. The module is then
 stateful: `get_initial_state()` is RLlib's `{"h", "c"}` (zeros of shape `(1, lstm_cell_size)`;
 `{"actor": ..., "critic": ...}` without `vf_share_layers`), the forward passes take sequences
 `(B, T, ...)` with `Columns.STATE_IN` (each leaf `(B, 1, cell)`) and return `Columns.STATE_OUT`,
 and, as in RLlib, it is never inference-only. `lstm_use_prev_action` / `lstm_use_prev_reward`
 add the previous action (one-hot for Discrete) and reward (`prev_actions`, `prev_rewards`)
-to the LSTM's input.
+to the LSTM's input (for images, after the CNN).
 
 The value function (`vf`, and `encoder.critic_encoder` when not shared) is left out of
 inference-only copies (the EnvRunners'), and `get_state(inference_only=True)` leaves its weights
@@ -47,6 +48,7 @@ from torch import nn
 
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.numpy_inference import NumpyPPOInference
+from trainer.algorithms.ppo.numpy_state import numpy_ppo_state_to_torch
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.action_layout import is_composite_action_space
@@ -95,8 +97,14 @@ def default_actor_critic_encoder(
     encoding = ObservationEncoding(observation_space, where)
     if config["use_lstm"]:
         prev_action_dim = action_input_dim(action_space) if config["lstm_use_prev_action"] else 0
-        prev_reward = int(bool(config["lstm_use_prev_reward"]))
-        return RecurrentActorCriticEncoder(encoding.dim + prev_action_dim + prev_reward, config)
+        extra_dim = prev_action_dim + int(bool(config["lstm_use_prev_reward"]))
+        if encoding.image:
+            # RLlib's tokenizer for images: its CNN, whose features the LSTM reads.
+            height, width, channels = encoding.shape
+            return RecurrentActorCriticEncoder(
+                encoding.dim, config, image_shape=(height, width, channels), extra_dim=extra_dim
+            )
+        return RecurrentActorCriticEncoder(encoding.dim + extra_dim, config)
     return ActorCriticEncoder(
         encoding.dim, config, encoder_factory(observation_space, encoding.dim, config)
     )
@@ -239,12 +247,9 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     def start_as_numpy_module(self, seed: int) -> None:
         """Takes the initial weights of the numpy `PolicyModule` with this model config and
-        `seed` (the same networks: `trainer.algorithms.ppo.state_conversion`), so a seeded
+        `seed` (the same networks: `trainer.algorithms.ppo.numpy_state`), so a seeded
         run starts from the same weights on either framework; keeps its own where the numpy
         module has no such networks (an LSTM or CNN encoder, another action space)."""
-        # Late: state_conversion imports this module.
-        from trainer.algorithms.ppo.state_conversion import numpy_ppo_state_to_torch
-
         if not self.has_default_parts():
             return  # a catalog's own networks: no numpy module mirrors them
 
@@ -302,11 +307,14 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
             return {}
         return self.encoder.get_initial_state()
 
-    def _sequence_inputs(self, batch: dict[str, Any]) -> torch.Tensor:
-        """The LSTM's input `(B, T, D)`: the encoded observations, then (when asked for) the
-        previous actions (one-hot for Discrete) and rewards."""
+    def _sequence_inputs(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The LSTM encoder's inputs `(x, extra)`: `x` the encoded observations `(B, T, D)`
+        followed (when asked for) by the previous actions (one-hot for Discrete) and rewards,
+        `extra` None; for images `x` is the images `(B, T, H, W, C)` (the CNN tokenizes them)
+        and `extra` the previous actions and rewards (or None)."""
         like = self._parameter()
-        parts = [self._obs(batch)]
+        obs = self._obs(batch)
+        parts = []
         if self._prev_action_dim:
             prev_actions = torch.as_tensor(batch[PREV_ACTIONS], device=like.device)
             if isinstance(self.action_space, gym.spaces.Discrete):
@@ -322,7 +330,16 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         if self._prev_reward:
             prev_rewards = torch.as_tensor(batch[PREV_REWARDS], device=like.device)
             parts.append(prev_rewards.to(like.dtype).unsqueeze(-1))
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+        if self._encode_obs.image:
+            return obs, (torch.cat(parts, dim=-1) if parts else None)
+        return (torch.cat([obs, *parts], dim=-1) if parts else obs), None
+
+    def _run_recurrent_encoder(self, batch: dict[str, Any]) -> tuple[Any, Any, dict]:
+        """The recurrent encoder over the batch's sequences: `(actor features, critic
+        features, state out)`."""
+        x, extra = self._sequence_inputs(batch)
+        state = self._state_in(batch)
+        return self.encoder(x, state) if extra is None else self.encoder(x, state, extra)
 
     def _state_in(self, batch: dict[str, Any]) -> dict[str, Any]:
         state = batch.get(Columns.STATE_IN)
@@ -344,9 +361,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
         if self._stateful:
             # (B, T, ...) in, (B, T, ...) out, and the state after the last step (RLlib runs
             # the critic's encoder here too: its state goes on with the actor's).
-            actor_features, _, state_out = self.encoder(
-                self._sequence_inputs(batch), self._state_in(batch)
-            )
+            actor_features, _, state_out = self._run_recurrent_encoder(batch)
             return {
                 Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
                 Columns.STATE_OUT: state_out,
@@ -359,9 +374,7 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         if self._stateful:
-            actor_features, critic_features, state_out = self.encoder(
-                self._sequence_inputs(batch), self._state_in(batch)
-            )
+            actor_features, critic_features, state_out = self._run_recurrent_encoder(batch)
             return {
                 Columns.ACTION_DIST_INPUTS: self.pi(actor_features),
                 Columns.EMBEDDINGS: critic_features,
@@ -387,8 +400,12 @@ class DefaultPPOTorchRLModule(TorchRLModule, InferenceOnlyAPI, ValueFunctionAPI)
                 "no value function (build it with inference_only=False)"
             )
         if embeddings is None and self._stateful:
-            embeddings = self.encoder.encode_critic(
-                self._sequence_inputs(batch), self._state_in(batch)
+            x, extra = self._sequence_inputs(batch)
+            state = self._state_in(batch)
+            embeddings = (
+                self.encoder.encode_critic(x, state)
+                if extra is None
+                else self.encoder.encode_critic(x, state, extra)
             )
         elif embeddings is None and self._rllib_encoder:
             critic = self.encoder.encoder if self.encoder.config.shared else None

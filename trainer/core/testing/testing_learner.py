@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from trainer.algorithms.algorithm_config import AlgorithmConfig
 from trainer.capabilities import TORCH
-from trainer.core.learner import Learner
 from trainer.core.models import DEFAULT_MODULE_ID
 from trainer.core.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from trainer.core.rl_module import RLModuleSpec
+from trainer.core.testing.base_learner import BaseTestingLearner
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl import require_torch
 
@@ -65,26 +63,6 @@ class BaseTestingAlgorithmConfig(AlgorithmConfig):
                 multi_rl_module_class=MultiRLModule, rl_module_specs={DEFAULT_MODULE_ID: spec}
             )
         return spec
-
-
-class BaseTestingLearner(Learner):
-    """RLlib's testing learner base: after each update, logs every module's mean weight as
-    `(module_id, "mean_weight")` (with the config's `report_mean_weights`)."""
-
-    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
-        if getattr(self.config, "report_mean_weights", False):
-            for module_id in self.module.keys():
-                parameters = self.get_parameters(self.module[module_id])  # type: ignore[attr-defined]
-                mean_weight = np.mean([_numpy(weight).mean() for weight in parameters])
-                self.metrics.log_value(  # type: ignore[attr-defined]
-                    (module_id, "mean_weight"), mean_weight, window=1
-                )
-
-
-def _numpy(weight: Any) -> np.ndarray:
-    """A parameter as a numpy array (a torch tensor detached and copied to the CPU)."""
-    detach = getattr(weight, "detach", None)
-    return detach().cpu().numpy() if callable(detach) else np.asarray(weight)
 
 
 __all__ = ["BaseTestingAlgorithmConfig", "BaseTestingLearner"]

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from trainer.compat.rllib_utils import Columns
-from trainer.core.testing.testing_learner import BaseTestingLearner
+from trainer.core.testing.base_learner import BaseTestingLearner
 from trainer.torch_rl.learner import TorchLearner
 
 

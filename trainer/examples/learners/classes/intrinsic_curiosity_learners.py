@@ -31,7 +31,10 @@ from trainer.algorithms.dqn.torch_learner import DQNTorchLearner
 from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
 from trainer.compat.rllib_utils import Columns
 from trainer.connectors.connector_v2 import ConnectorPipelineV2, ConnectorV2
+from trainer.core.obs_tree import float32_leaves, is_nested, tree_concat, tree_rows
+from trainer.core.spaces import batch as batch_rows
 from trainer.torch_rl.learner import TorchLearner
+from trainer.torch_rl.rl_module import to_tensor
 
 #: RLlib's id of the curiosity model in the learner's modules.
 ICM_MODULE_ID = "_intrinsic_curiosity_model"
@@ -114,16 +117,16 @@ class IntrinsicCuriosityModelConnector(ConnectorV2):
         if not steps:
             return batch
         device = next(icm.parameters()).device
-        observations = [np.asarray(ep.get_observations(), dtype=np.float32) for ep in steps]
+        # Each episode's observations, a batched tree for Dict / Tuple spaces (as the train
+        # batch holds them: RLlib's ICM piece reads them from its tree-mapped batch).
+        observations = [_float32_observations(ep.get_observations()) for ep in steps]
         inputs = {
-            Columns.OBS: np.concatenate([obs[:-1] for obs in observations]),
-            Columns.NEXT_OBS: np.concatenate([obs[1:] for obs in observations]),
+            Columns.OBS: tree_concat([tree_rows(obs, slice(None, -1)) for obs in observations]),
+            Columns.NEXT_OBS: tree_concat([tree_rows(obs, slice(1, None)) for obs in observations]),
             Columns.ACTIONS: np.concatenate([np.asarray(ep.get_actions()) for ep in steps]),
         }
         with torch.no_grad():
-            out = icm.forward_train(
-                {key: torch.from_numpy(value).to(device) for key, value in inputs.items()}
-            )
+            out = icm.forward_train(to_tensor(inputs, device))
         surprise = out[Columns.INTRINSIC_REWARDS].cpu().numpy()
         start = 0
         for episode in steps:
@@ -134,3 +137,13 @@ class IntrinsicCuriosityModelConnector(ConnectorV2):
             )
             start = end
         return batch
+
+
+def _float32_observations(observations: Any) -> Any:
+    """An episode's observations as one batch: a float32 array, or for Dict / Tuple spaces a
+    tree of batched leaves (float64 leaves as float32, others kept), as the train batch's."""
+    if isinstance(observations, list) and observations and is_nested(observations[0]):
+        observations = batch_rows(observations)
+    if is_nested(observations):
+        return float32_leaves(observations)
+    return np.asarray(observations, dtype=np.float32)

@@ -27,6 +27,7 @@ from torch import nn
 
 from trainer.compat.rllib_utils import Columns, override
 from trainer.core.apis import SelfSupervisedLossAPI
+from trainer.core.spaces import map_structure
 from trainer.torch_rl.networks import TORCH_ACTIVATIONS
 from trainer.torch_rl.rl_module import TorchRLModule
 
@@ -87,9 +88,16 @@ class IntrinsicCuriosityModel(TorchRLModule, SelfSupervisedLossAPI):
 
     @override(TorchRLModule)
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        # One pass of the feature net over both observations.
-        both = torch.cat([batch[Columns.OBS], batch[Columns.NEXT_OBS]], dim=0)
-        phi, next_phi = torch.chunk(self._feature_net(both.float()), 2)
+        # One pass of the feature net over both observations (leaf by leaf for Dict / Tuple
+        # ones, as RLlib's: a subclass whose feature net takes such trees keeps this pass).
+        both = map_structure(
+            lambda obs, next_obs: torch.cat([obs, next_obs], dim=0),
+            batch[Columns.OBS],
+            batch[Columns.NEXT_OBS],
+        )
+        if isinstance(both, torch.Tensor):
+            both = both.float()
+        phi, next_phi = torch.chunk(self._feature_net(both), 2)
         actions = nn.functional.one_hot(batch[Columns.ACTIONS].long(), self.num_actions)
         predicted_next_phi = self._forward_net(torch.cat([phi, actions.float()], dim=-1))
         surprise = 0.5 * torch.sum(torch.pow(predicted_next_phi - next_phi, 2.0), dim=-1)
