@@ -277,8 +277,9 @@ def test_without_restarts_a_killed_evaluation_runner_is_dropped():
         .build()
     )
     try:
-        assert algo.eval_env_runner_group is None
-        assert algo.evaluate()["env_runners"]["num_episodes"] == 4  # built on first use
+        # Built with the Algorithm (evaluation_num_env_runners > 0), as RLlib's.
+        assert algo.eval_env_runner_group is not None
+        assert algo.evaluate()["env_runners"]["num_episodes"] == 4
         pids = algo.eval_env_runner_group.remote_pids()
         os.kill(pids[1], signal.SIGKILL)
         # Dead before the round starts: still reported as a failure, not silently skipped.

@@ -789,14 +789,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
         BEHAVIOUR,
     ),
     Difference(
-        "AlgorithmConfig.evaluation(evaluation_num_env_runners=N) without evaluation_interval",
-        "no evaluation EnvRunners are built until evaluation is scheduled "
-        "(tests/rllib/test_algorithm.py::test_add_module_and_remove_module sets "
-        "evaluation_interval)",
-        "runners that never evaluate would only cost start-up time and memory",
-        BEHAVIOUR,
-    ),
-    Difference(
         "RLModule(catalog_class=...)",
         "PPOCatalog and its subclasses are accepted on PPO's default modules: the torch module "
         "builds its encoder and heads through the catalog (an overridden build_pi_head / "
