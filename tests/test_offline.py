@@ -151,6 +151,28 @@ def test_an_extra_output_some_episodes_lack_stays_out_of_their_files(tmp_path):
     assert third.column("action_logp").to_pylist() == [-0.7, -0.7]
 
 
+def test_files_of_finished_and_unfinished_chunks_share_one_schema(tmp_path):
+    """The EnvRunners give `weights_seq_no` to finished chunks only: recorded, it made a file
+    of unfinished chunks lack a column its neighbours had, and readers that concatenate the
+    files failed (pyarrow: "Schema at index 1 was different")."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .offline_data(
+            output=str(tmp_path / "data"), output_write_episodes=False, output_max_rows_per_file=2
+        )
+    )
+    recorder = OfflineRecorder(config)
+    finished = FakeEpisode(2, logp=-0.5)
+    finished.extra_model_outputs["weights_seq_no"] = [3, 3]
+    recorder.record(1, [finished])
+    recorder.record(1, [FakeEpisode(2, logp=-0.6)])  # an unfinished chunk: no seq no
+    tables = [pq.read_table(f) for f in _files(tmp_path / "data")]
+    assert len(tables) == 2
+    assert tables[0].schema == tables[1].schema
+    assert pa.concat_tables(tables).num_rows == 4
+
+
 def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
     config = (
         PPOConfig()

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from trainer.metrics import WEIGHTS_SEQ_NO
 from trainer.offline import columns as C
 from trainer.offline.codec import episode_state, pack_episode
 from trainer.offline.files import import_extra, local_path
@@ -52,8 +53,13 @@ def _column(values: list) -> Any:
 def _steps(episode: Any) -> tuple[list, list, list, dict[str, list]]:
     """An episode's (or chunk's) observations (T + 1), actions, rewards and extra model
     outputs (T each)."""
+    # Not `weights_seq_no`: the EnvRunners give it to finished chunks only, so a file of
+    # unfinished ones would lack the column its neighbours have (files of one recording keep
+    # one schema, which readers that concatenate them need).
     extras = {
-        key: list(episode.get_extra_model_outputs(key)) for key in episode.extra_model_outputs
+        key: list(episode.get_extra_model_outputs(key))
+        for key in episode.extra_model_outputs
+        if key != WEIGHTS_SEQ_NO
     }
     return (
         list(episode.get_observations()),
