@@ -218,6 +218,33 @@ def module_columns(batch: Any, module_id: str) -> Any:
     return per_module[module_id]
 
 
+def rllib_update_inputs(
+    learner: Any,
+    episodes: Any,
+    batch: Any,
+    timesteps: dict[str, Any] | None,
+    num_env_steps_sampled_lifetime: int | None,
+) -> tuple[Any, int | None]:
+    """What an APPO learner's (numpy or torch) `update` trains on: `episodes`, or RLlib's
+    column `batch=` made into a `TrajectoryBatch`, one of them; and the lifetime step count,
+    given or read from RLlib's `timesteps`."""
+    if (episodes is None) == (batch is None):
+        raise ValueError(
+            f"{type(learner).__name__}.update(): give the episodes or batch=, one of them"
+        )
+    if batch is not None:
+        episodes = trajectory_batch_from_columns(
+            module_columns(batch, DEFAULT_MODULE_ID),
+            int(learner.config.get_rollout_fragment_length()),
+            learner.module.spaces.preprocess,
+            discrete_actions=learner.module.spaces.action_discrete_n is not None,
+        )
+    if timesteps and num_env_steps_sampled_lifetime is None:
+        lifetime = timesteps.get("num_env_steps_sampled_lifetime")
+        num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
+    return episodes, num_env_steps_sampled_lifetime
+
+
 class APPOLearner(APPOTargetState, IMPALALearner):
     """See the module docstring. Its state adds the target network's weights, the KL
     coefficient and the env steps trained at the last target update (`APPOTargetState`)."""
@@ -277,22 +304,9 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         `MultiAgentBatch` of this learner's module, or its columns: see
         `trajectory_batch_from_columns`), with RLlib's `timesteps` (its
         `num_env_steps_sampled_lifetime` drives the schedules)."""
-        if (episodes is None) == (batch is None):
-            raise ValueError(
-                f"{type(self).__name__}.update(): give the episodes or batch=, one of them"
-            )
-        if batch is not None:
-            columns = module_columns(batch, DEFAULT_MODULE_ID)
-            episodes = trajectory_batch_from_columns(
-                columns,
-                int(self.config.get_rollout_fragment_length()),
-                self.module.spaces.preprocess,
-                discrete_actions=self.module.spaces.action_discrete_n is not None,
-            )
-        if timesteps and num_env_steps_sampled_lifetime is None:
-            lifetime = timesteps.get("num_env_steps_sampled_lifetime")
-            num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
-        assert episodes is not None
+        episodes, num_env_steps_sampled_lifetime = rllib_update_inputs(
+            self, episodes, batch, timesteps, num_env_steps_sampled_lifetime
+        )
         stats = super().update(
             episodes,
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,

@@ -12,14 +12,12 @@ import torch
 
 from trainer.algorithms.appo.appo_learner import (
     APPOTargetState,
-    module_columns,
-    trajectory_batch_from_columns,
+    rllib_update_inputs,
 )
 from trainer.algorithms.appo.loss import torch_loss
 from trainer.algorithms.impala.impala_learner import TrajectoryBatch
 from trainer.algorithms.impala.torch_learner import BEHAVIOUR_LOGP, IS_STEP, IMPALATorchLearner
 from trainer.compat.rllib_utils import Columns
-from trainer.core.models import DEFAULT_MODULE_ID
 
 
 class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
@@ -86,21 +84,9 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
         coefficient and the target network. `batch=` takes RLlib's column batch instead of
         episodes (a `MultiAgentBatch` of this learner's module, or its columns), with RLlib's
         `timesteps`, as the numpy learner's `update`."""
-        if (episodes is None) == (batch is None):
-            raise ValueError(
-                f"{type(self).__name__}.update(): give the episodes or batch=, one of them"
-            )
-        if batch is not None:
-            episodes = trajectory_batch_from_columns(
-                module_columns(batch, DEFAULT_MODULE_ID),
-                int(self.config.get_rollout_fragment_length()),
-                self.module.spaces.preprocess,
-                discrete_actions=self.module.spaces.action_discrete_n is not None,
-            )
-        if timesteps and num_env_steps_sampled_lifetime is None:
-            lifetime = timesteps.get("num_env_steps_sampled_lifetime")
-            num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
-        assert episodes is not None
+        episodes, num_env_steps_sampled_lifetime = rllib_update_inputs(
+            self, episodes, batch, timesteps, num_env_steps_sampled_lifetime
+        )
         stats = super().update(
             episodes,
             num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
