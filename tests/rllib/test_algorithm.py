@@ -4,13 +4,9 @@
 # - Dropped: `test_add_policy_and_remove_policy` (the old API stack's Policy objects, which do
 #   not exist here), `test_no_env_but_eval_workers_do_have_env` (BC and offline data do not
 #   exist here).
-# - `test_add_module_and_remove_module`: the config sets `evaluation_interval=1` (here the
-#   evaluation EnvRunners are built with the Algorithm only when evaluation is scheduled;
-#   RLlib builds them for `evaluation_num_env_runners > 0` alone, and the test reads them);
-#   `Algorithm.from_checkpoint(..., allow_pickle=True)` (the test's mapping functions are
-#   defined inside it, so only the checkpoint's pickle file can carry them); the module's
-#   observation space is `mod0.observation_space` (RLlib's deprecated `mod0.config`
-#   RLModuleConfig does not exist here).
+# - `test_add_module_and_remove_module`: `Algorithm.from_checkpoint(..., allow_pickle=True)`
+#   (the test's mapping functions are defined inside it, so only the checkpoint's pickle file
+#   can carry them).
 # - Left out, named in docs/deliberate_differences.md:
 #   `test_space_inference_from_remote_workers` asserts that building with an env on the local
 #   EnvRunner, or with the spaces given, is faster than without: here the spaces come with the
@@ -93,7 +89,6 @@ class TestAlgorithm(unittest.TestCase):
                 # policy_map_capacity=2,
             )
             .evaluation(
-                evaluation_interval=1,  # was: (not set)
                 evaluation_num_env_runners=1,
                 evaluation_config=ppo.PPOConfig.overrides(num_cpus_per_env_runner=0.1),
             )
@@ -158,7 +153,7 @@ class TestAlgorithm(unittest.TestCase):
             out = mod0.forward_inference(
                 {
                     Columns.OBS: convert_to_tensor(
-                        np.expand_dims(mod0.observation_space.sample(), 0),  # was: .config.
+                        np.expand_dims(mod0.config.observation_space.sample(), 0),
                         framework=mod0.framework,
                     ),
                 },
@@ -197,7 +192,7 @@ class TestAlgorithm(unittest.TestCase):
                 out = mod2.forward_exploration(
                     {
                         Columns.OBS: convert_to_tensor(
-                            np.expand_dims(mod0.observation_space.sample(), 0),  # was: .config.
+                            np.expand_dims(mod0.config.observation_space.sample(), 0),
                             framework=mod0.framework,
                         ),
                     },

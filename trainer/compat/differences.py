@@ -258,13 +258,6 @@ SHARED_DIFFERENCES: tuple[Difference, ...] = (
     ),
     # -- test_utils -----------------------------------------------------------------------------
     # -- RLModule, RLModuleSpec, MultiRLModule, MultiRLModuleSpec ----------------------------------
-    *_same(
-        "missing",
-        "RLlib's deprecated RLModuleConfig form of a module's constructor arguments; modules "
-        "here take RLlib's keyword arguments (observation_space=, action_space=, ...), and "
-        "RLModule(config=...) is refused saying so",
-        "RLModule.config",
-    ),
     Difference(
         "RLModule.CLASS_AND_CTOR_ARGS_FILE_NAME",
         "missing: a module checkpoint's metadata.json holds the class as a 'module:qualname' "

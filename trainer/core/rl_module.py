@@ -34,14 +34,13 @@ from typing import Any
 
 import gymnasium as gym
 
-from trainer.capabilities import OLD_API_STACK, REMOTE_FILESYSTEMS
+from trainer.capabilities import REMOTE_FILESYSTEMS
 from trainer.checkpoints.config_data import import_path, register_spec_class, resolve_import_path
 from trainer.checkpoints.format import library_version
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID
 from trainer.core.catalog import check_catalog_class
 from trainer.core.spaces import space_from_dict, space_to_dict
 from trainer.errors import UnsupportedValue
-from trainer.util.rllib_members import refuse
 
 #: What RLlib's RLModule API hands out or calls that sits above this module in `trainer.core`
 #: (each imports this one): the MultiRLModule a module wraps itself in (`as_multi_rl_module`),
@@ -102,16 +101,57 @@ def _class_of(path: str | None) -> Any:
     return resolve_import_path(path)
 
 
+@dataclass
+class RLModuleConfig:
+    """RLlib's deprecated bundle of a module's constructor arguments. RLlib 2.60 still sets it
+    on every module as `module.config` (its tests read `module.config.observation_space`), so
+    every module here answers it too (`RLModuleAPI.config`); a module is built from keyword
+    arguments, never from one of these (`RLModule(config=...)` is refused)."""
+
+    observation_space: gym.Space | None = None
+    action_space: gym.Space | None = None
+    inference_only: bool = False
+    learner_only: bool = False
+    model_config_dict: dict[str, Any] = dataclasses.field(default_factory=dict)
+    catalog_class: type | None = None
+
+    def get_catalog(self) -> Any:
+        """The catalog built for these spaces and model config (None without a class)."""
+        if self.catalog_class is None:
+            return None
+        return self.catalog_class(
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            model_config_dict=self.model_config_dict,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data: the spaces as dicts and the catalog class as an import path."""
+        return {
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "inference_only": self.inference_only,
+            "learner_only": self.learner_only,
+            "model_config_dict": self.model_config_dict,
+            "catalog_class_path": import_path(self.catalog_class) if self.catalog_class else "",
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RLModuleConfig:
+        """The config `to_dict` wrote."""
+        path = d["catalog_class_path"]
+        return cls(
+            observation_space=space_from_dict(d["observation_space"]),
+            action_space=space_from_dict(d["action_space"]),
+            inference_only=d["inference_only"],
+            learner_only=d["learner_only"],
+            model_config_dict=d["model_config_dict"],
+            catalog_class=resolve_import_path(path) if path else None,
+        )
+
+
 @register_spec_class
 @dataclass
-@refuse(
-    "ray.rllib.core.rl_module.rl_module.RLModuleSpec",
-    OLD_API_STACK,
-    "RLlib's deprecated RLModuleConfig form of a module's constructor arguments; modules "
-    "here take RLlib's keyword arguments (observation_space=, action_space=, "
-    "model_config=, ...)",
-    "get_rl_module_config",
-)
 class RLModuleSpec:
     """RLlib's single-module spec: the module class (None: the algorithm's default module,
     which `AlgorithmConfig.get_rl_module_spec()` fills in), the spaces it is built for,
@@ -247,6 +287,17 @@ class RLModuleSpec:
     def _get_model_config(self) -> dict:
         return _model_config_dict(self.model_config)
 
+    def get_rl_module_config(self) -> RLModuleConfig:
+        """RLlib's deprecated `RLModuleConfig` of this spec's constructor arguments."""
+        return RLModuleConfig(
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+            inference_only=self.inference_only,
+            learner_only=self.learner_only,
+            model_config_dict=self._get_model_config(),
+            catalog_class=self.catalog_class,
+        )
+
 
 class RLModuleAPI:
     """The part of RLlib's RLModule API every module here answers, the default numpy modules
@@ -266,6 +317,28 @@ class RLModuleAPI:
     inference_only: bool
     learner_only: bool
     model_config: Any
+
+    @property
+    def config(self) -> RLModuleConfig:
+        """RLlib's deprecated `RLModuleConfig` of the module's constructor arguments (RLlib
+        2.60 sets it on every module, and its tests read `module.config.observation_space`):
+        the one set on the module, else one made from its spaces, flags and model config."""
+        config = self.__dict__.get("_rl_module_config")
+        if config is None:
+            catalog = getattr(self, "catalog", None)
+            config = RLModuleConfig(
+                observation_space=self.observation_space,
+                action_space=self.action_space,
+                inference_only=bool(self.inference_only),
+                learner_only=bool(self.learner_only),
+                model_config_dict=_model_config_dict(self.model_config),
+                catalog_class=type(catalog) if catalog is not None else None,
+            )
+        return config
+
+    @config.setter
+    def config(self, config: RLModuleConfig) -> None:
+        self.__dict__["_rl_module_config"] = config
 
     def get_state(
         self,
