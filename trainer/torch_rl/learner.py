@@ -252,6 +252,32 @@ def _moments_in_parameter_layout(optimizer: torch.optim.Optimizer) -> None:
                 state[key] = torch.empty_like(param, dtype=value.dtype).copy_(value)
 
 
+def keep_gradients_in_parameter_layout(optimizer: torch.optim.Optimizer) -> None:
+    """Has a fused `optimizer` lay each gradient out in memory as its parameter is before every
+    step (`_gradients_in_parameter_layout`); other optimizers index their tensors and need
+    nothing."""
+    if any(group.get("fused") for group in optimizer.param_groups):
+        optimizer.register_step_pre_hook(_gradients_in_parameter_layout)
+
+
+def _gradients_in_parameter_layout(optimizer: torch.optim.Optimizer, *_: Any) -> None:
+    """A step pre-hook: each gradient whose strides are not its parameter's is copied into the
+    parameter's layout. torch's fused Adam pairs a parameter's elements with its gradient's
+    by memory position, so a gradient in another layout steps each weight by another weight's
+    gradient. A parameter's layout need not be row-major (a numpy twin's weight is the
+    transposed view of its `(in, out)` numpy matrix, `trainer.torch_rl.numpy_twin`; a
+    channels-last convolution kernel), while a gradient built outside backward (viewed from
+    a flat all-reduced vector, `torch.autograd.grad`'s, a user's) is row-major: a default PPO
+    learner's by-hand step moved its weight matrices by up to twice the rate from its own
+    update, its biases not at all. Backward's gradients already have their parameter's layout
+    (autograd's layout contract): the check costs a stride comparison per parameter."""
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            grad = param.grad
+            if grad is not None and grad.stride() != param.stride():
+                param.grad = torch.empty_like(param).copy_(grad)
+
+
 def global_norm(gradients: list[torch.Tensor]) -> float:
     """The L2 norm of all `gradients` together: NaN or infinite when any element is (RLlib's
     `compute_global_norm` maps infinities to 1e9; the finite check needs to see them)."""
@@ -358,6 +384,7 @@ class RegisteredOptimizer:
         #: The rate of an optimizer not built yet (`set_lr`).
         self._lr: float | None = None
         if isinstance(optimizer, torch.optim.Optimizer):
+            keep_gradients_in_parameter_layout(optimizer)
             self._optimizer = optimizer
         else:
             self._build = optimizer
@@ -375,6 +402,7 @@ class RegisteredOptimizer:
             assert self._build is not None
             with collector_paused():
                 optimizer = self._build()
+            keep_gradients_in_parameter_layout(optimizer)
             if self._lr is not None:
                 for group in optimizer.param_groups:
                     group["lr"] = self._lr

@@ -498,6 +498,15 @@ class NumpyTwinHost:
         self.sync_torch_optimizer()
         return super().update_from_batch(batch)  # type: ignore[misc]
 
+    def apply_gradients(self, gradients_dict: dict[str, torch.Tensor]) -> None:
+        """The torch step, from the numpy Adam's newer state: RLlib's tests and users call
+        this hook by hand (after `compute_gradients` and `postprocess_gradients`), and it
+        reads the registered optimizer itself, not through `get_optimizer`. Without the write,
+        a hand step after a numpy update stepped from the torch Adam's older moments (or a
+        fresh Adam's), and the next update's `pull` took those."""
+        self.sync_torch_optimizer()
+        super().apply_gradients(gradients_dict)  # type: ignore[misc]
+
 
 def torch_module_like(
     numpy_module: Any, torch_class: type, names: Any, extra_model_config: Any = None
