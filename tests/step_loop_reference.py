@@ -115,7 +115,7 @@ class StepLoopSampling:
         """One step of every sub-env; finished episodes are appended to `done`."""
         env = self.env
         assert env is not None, _SAMPLING_HAS_ENV
-        actions, env_actions, logp, dist_inputs, state_rows = self._step_actions(
+        actions, env_actions, logp, dist_inputs, state_rows, extras = self._step_actions(
             self._obs if self._env_to_module is None else self._module_obs, explore, random_actions
         )
         results = self._try_env_step(env_actions)
@@ -157,7 +157,7 @@ class StepLoopSampling:
                 continue
             episode = record.episode
             assert episode is not None, _RECORD_HAS_EPISODE
-            if state_rows is not None:
+            if state_rows is not None or extras is not None:
                 self._record_recurrent_step(
                     episode,
                     obs_rows[i],
@@ -169,7 +169,8 @@ class StepLoopSampling:
                     {
                         Columns.ACTION_LOGP: logp_list[i],
                         Columns.ACTION_DIST_INPUTS: dist_rows[i],
-                        Columns.STATE_OUT: state_rows[i],
+                        **{key: values[i].copy() for key, values in (extras or {}).items()},
+                        Columns.STATE_OUT: None if state_rows is None else state_rows[i],
                     },
                 )
             else:
@@ -271,10 +272,12 @@ class StepLoopSampling:
         truncated: bool,
         model_outputs: dict[str, Any],
     ) -> None:
-        """Records a step of a recurrent module, its state out among the model outputs (copied:
-        a row of the batch's array would keep the whole batch alive)."""
+        """Records a step of a recurrent module, or of one with other outputs, its state out
+        among the model outputs (copied: a row of the batch's array would keep the whole batch
+        alive)."""
         outputs = {key: value for key, value in model_outputs.items() if value is not None}
-        outputs[Columns.STATE_OUT] = tree_map(np.array, outputs[Columns.STATE_OUT])
+        if Columns.STATE_OUT in outputs:
+            outputs[Columns.STATE_OUT] = tree_map(np.array, outputs[Columns.STATE_OUT])
         episode.add_env_step(
             observation,
             action,

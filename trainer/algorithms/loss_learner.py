@@ -9,7 +9,8 @@ One update, on the episodes of one training step:
 1. the train batch (`episode_batch`): each episode's observations s_t (all but its last, the
    one after its last step; preprocessed as the EnvRunners fed them to the module), its actions
    a_t and the algorithm's columns of it (`columns(episode, config) -> {column: array}`),
-   concatenated;
+   concatenated, and any other extra model output the module returned (a user's "my_value",
+   `trainer.core.extra_outputs`);
 2. `num_epochs` gradient steps on the whole batch: the loss and its gradient, clipped
    (`grad_clip`), checked and applied by the optimizer (Adam at `lr`, or its schedule).
 
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from trainer.compat.rllib_utils import Columns
+from trainer.core.extra_outputs import extra_output_columns
 from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
 from trainer.env.episode import SingleAgentEpisode
@@ -50,7 +52,7 @@ def episode_batch(
     docstring); episodes without a step are left out."""
     episodes = [ep for ep in episodes if len(ep) > 0]
     made = [columns(ep, config) for ep in episodes]
-    return {
+    batch = {
         # Each episode holds one observation more than actions: the one after its last step.
         Columns.OBS: preprocess(np.concatenate([ep.get_observations()[:-1] for ep in episodes])),
         Columns.ACTIONS: np.concatenate([ep.get_actions() for ep in episodes]),
@@ -59,6 +61,10 @@ def episode_batch(
             for name in (made[0] if made else ())
         },
     }
+    # The module's other outputs the episodes recorded (a user's "my_value"), as RLlib's
+    # learner pipeline adds them.
+    batch.update(extra_output_columns(episodes, skip=batch))
+    return batch
 
 
 def declared_functions(learner: str, config: Any, loss_role: str) -> tuple[Any, EpisodeColumns]:

@@ -1505,10 +1505,12 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
 
     def _step_actions(
         self, observations: Any, explore: bool, random_actions: bool
-    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list | None]:
+    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list | None, dict[str, np.ndarray] | None]:
         """The actions for every sub-env given the module's `observations`: (actions, the
-        env's actions, their log-probabilities, the distribution inputs, and per sub-env the
-        recurrent state after this step: None for a stateless module). Random actions are
+        env's actions, their log-probabilities, the distribution inputs, per sub-env the
+        recurrent state after this step (None for a stateless module), and the module's other
+        outputs by key, one row per sub-env (RLlib's extra model outputs: a user's module's
+        "my_value"; None for none, `trainer.core.extra_outputs`)). Random actions are
         the env's action space's draws, with log-probability 0, the space seeded from this
         runner's generator (so seeded and restored runners draw alike); the module still runs,
         so that a recurrent state follows the episode and an episode that goes on from random
@@ -1521,12 +1523,15 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         assert spaces is not None, "__init__ sets the spaces"
         obs_batch = spaces.preprocess(observations)
         state_rows: list | None = None
+        extras: dict[str, np.ndarray] | None = None
         if stateful:
             dist_inputs, state_rows = self._recurrent_forward(obs_batch, explore)
+            extras = getattr(module, "module_extras", None)
         elif module.framework is None:  # a numpy module: one forward for every phase
             dist_inputs = module.dist_inputs(obs_batch)
         else:  # a torch module's view: forward_exploration or forward_inference
             dist_inputs = module.dist_inputs(obs_batch, explore=explore)
+            extras = getattr(module, "module_extras", None)
         if random_actions:
             env.action_space.seed(int(self._rng.integers(2**63)))
             actions = env.action_space.sample()
@@ -1537,7 +1542,9 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         else:
             acted = None if stateful else getattr(module, "module_acted", None)
             if self._module_to_env is not None:
-                dist_inputs, acted = self._module_to_env_outputs(dist_inputs, acted, explore)
+                dist_inputs, acted, extras = self._module_to_env_outputs(
+                    dist_inputs, acted, extras, explore
+                )
             if acted is not None:  # the module (or a piece) drew them itself (RLlib's ACTIONS)
                 actions, logp = acted
             else:
@@ -1550,18 +1557,23 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
             env_actions = module.to_env_actions(
                 actions, normalize=config.normalize_actions, clip=config.clip_actions
             )
-        return actions, env_actions, logp, dist_inputs, state_rows
+        return actions, env_actions, logp, dist_inputs, state_rows, extras
 
     def _module_to_env_outputs(
-        self, dist_inputs: Any, acted: tuple[Any, Any] | None, explore: bool
-    ) -> tuple[np.ndarray, tuple[Any, Any] | None]:
+        self,
+        dist_inputs: Any,
+        acted: tuple[Any, Any] | None,
+        extras: dict[str, np.ndarray] | None,
+        explore: bool,
+    ) -> tuple[np.ndarray, tuple[Any, Any] | None, dict[str, np.ndarray] | None]:
         """The config's module-to-env pieces (RLlib's pipeline, in front of its default
-        pieces) over the module's outputs: `Columns.ACTION_DIST_INPUTS`, and `Columns.ACTIONS`
-        / `Columns.ACTION_LOGP` of a module that acted itself (torch tensors for a torch
-        module, as RLlib's pieces get them), with every sub-env's episode (a new, empty one for
-        a sub-env about to reset). Returns the distribution inputs they leave and the (actions,
-        log-likelihoods) in the batch (a piece's `Columns.ACTION_LOGP`, else the
-        distribution's), or None: the actions are then drawn as without pieces."""
+        pieces) over the module's outputs: `Columns.ACTION_DIST_INPUTS`, `Columns.ACTIONS`
+        / `Columns.ACTION_LOGP` of a module that acted itself and its other outputs (`extras`;
+        torch tensors for a torch module, as RLlib's pieces get them), with every sub-env's
+        episode (a new, empty one for a sub-env about to reset). Returns the distribution
+        inputs they leave, the (actions, log-likelihoods) in the batch (a piece's
+        `Columns.ACTION_LOGP`, else the distribution's) or None (the actions are then drawn as
+        without pieces), and the other outputs they leave (recorded as the module's)."""
         module = self.module
         torch_module = module.framework == "torch"
         # One episode per sub-env, as RLlib's EnvRunner passes them: a sub-env whose episode
@@ -1573,17 +1585,19 @@ class EnvRunner(RunnerSetup, metaclass=ABCMeta):  # noqa: B024 (ABCMeta for regi
         assert self._module_to_env is not None, "called only with module-to-env pieces"
         out = self._module_to_env(
             rl_module=getattr(module, "rl_module", module),
-            batch=for_pieces(dist_inputs, acted, torch_module),
+            batch=for_pieces(dist_inputs, acted, torch_module, extras),
             episodes=episodes,
             explore=explore,
             shared_data={},
             metrics=self.metrics,
         )
         layout = self.spaces.action_layout if self.spaces is not None else None
-        left, acted = pieces_left(out, torch_module, module.dist, layout)
+        left, acted, extras = pieces_left(
+            out, torch_module, module.dist, layout, rows=self.num_envs
+        )
         if left is None:
             raise missing_dist_inputs("the batch")
-        return left, acted
+        return left, acted, extras
 
     def _finish_episode(self, record: SubEnvRecord) -> None:
         """The episode under way in `record` ended: fires `on_episode_end` (with its earlier

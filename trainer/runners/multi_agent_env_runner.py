@@ -59,6 +59,7 @@ from trainer.connectors.connector_v2 import (
     call_module_to_env_factory,
 )
 from trainer.core.exploration import ActionDistribution, StochasticSampling, module_exploration
+from trainer.core.extra_outputs import extra_outputs
 from trainer.core.models import (
     INPUT_ENV_SINGLE_SPACES,
     INPUT_ENV_SPACES,
@@ -170,6 +171,9 @@ class ModuleOutput(NamedTuple):
     acted: tuple[Any, Any] | None = None
     #: A recurrent module's state out per row (`Columns.STATE_OUT`).
     state_rows: list[Any] | None = None
+    #: The module's other outputs by key, a row per agent (a user's "my_value",
+    #: `trainer.core.extra_outputs`), recorded among the agents' model outputs; None: none.
+    extras: dict[str, np.ndarray] | None = None
 
 
 #: No module yet (`_one_module_actions`: the acting agents' one module, once seen).
@@ -222,13 +226,13 @@ class _ModuleActions:
                 obs, states, explore=explore, prev_actions=prev_actions, prev_rewards=prev_rewards
             )
             state_rows = [tree_rows(state_out, k) for k in range(len(obs_rows))]
-            return ModuleOutput(dist_inputs, None, state_rows)
+            return ModuleOutput(dist_inputs, None, state_rows, module.module_extras)
         if self.numpy_default:
             obs = module.spaces.preprocess(_stack(obs_rows))
             if self.torch_view:  # forward_exploration / forward_inference
                 dist_inputs = module.dist_inputs(obs, explore=explore)
                 # A module that drew its actions itself (RLlib's ACTIONS) is taken as it acted.
-                return ModuleOutput(dist_inputs, module.module_acted)
+                return ModuleOutput(dist_inputs, module.module_acted, None, module.module_extras)
             return ModuleOutput(module.dist_inputs(obs))
         batch = {OBS: _stack(obs_rows)}
         out = module.forward_exploration(batch) if explore else module.forward_inference(batch)
@@ -242,7 +246,9 @@ class _ModuleActions:
                 f"returned {sorted(out)}: an RLModule that acts returns 'actions' or "
                 "'action_dist_inputs'"
             )
-        return ModuleOutput(out.get(ACTION_DIST_INPUTS), acted)
+        phase = "exploration" if explore else "inference"
+        extras = extra_outputs(out, len(obs_rows), f"{type(module).__name__}.forward_{phase}()")
+        return ModuleOutput(out.get(ACTION_DIST_INPUTS), acted, None, extras)
 
     def draw(
         self, output: ModuleOutput, explore: bool, timestep: int
@@ -299,11 +305,12 @@ class _ModuleActions:
 
     def __call__(
         self, obs_rows: list[Any], explore: bool, timestep: int
-    ) -> tuple[list[Any], list[Any], list[float] | None, Any]:
+    ) -> tuple[list[Any], list[Any], list[float] | None, Any, dict[str, np.ndarray] | None]:
         """(actions as the episode records them, actions for the env, log-probs or None,
-        distribution inputs (one row per observation) or None)."""
+        distribution inputs (one row per observation) or None, the module's other outputs
+        (`ModuleOutput.extras`) or None)."""
         if self.numpy_categorical:
-            return self._numpy_categorical(obs_rows, explore, timestep)
+            return (*self._numpy_categorical(obs_rows, explore, timestep), None)
         output = self.forward(obs_rows, explore)
         dist_inputs = output.dist_inputs
         if (
@@ -315,8 +322,14 @@ class _ModuleActions:
         ):
             # What `draw` computes, without the arrays in between.
             acted_rows, logp_rows = act_small_rows(dist_inputs, self.rng, explore)
-            return acted_rows, list(map(np.int64, acted_rows)), logp_rows, dist_inputs
-        return self.draw(output, explore, timestep)
+            return (
+                acted_rows,
+                list(map(np.int64, acted_rows)),
+                logp_rows,
+                dist_inputs,
+                output.extras,
+            )
+        return (*self.draw(output, explore, timestep), output.extras)
 
     def _numpy_categorical(
         self, obs_rows: list[Any], explore: bool, timestep: int
@@ -335,11 +348,16 @@ class _ModuleActions:
         return self.draw(ModuleOutput(dist_inputs), explore, timestep)
 
 
-def _drawn_outputs(logp: Any, dist_inputs: Any, state_rows: Any = None) -> dict[str, Any]:
+def _drawn_outputs(
+    logp: Any, dist_inputs: Any, state_rows: Any = None, extras: dict | None = None
+) -> dict[str, Any]:
     """A module's model outputs over its rows by key, as its episodes record them: the
-    action draw's log-probs and distribution inputs and a recurrent module's states out
-    (None: not given)."""
-    return {ACTION_LOGP: logp, ACTION_DIST_INPUTS: dist_inputs, STATE_OUT: state_rows}
+    action draw's log-probs and distribution inputs, a recurrent module's states out (None:
+    not given) and the module's other outputs (`extras`)."""
+    outputs = {ACTION_LOGP: logp, ACTION_DIST_INPUTS: dist_inputs, STATE_OUT: state_rows}
+    if extras:
+        outputs.update(extras)
+    return outputs
 
 
 def _stack(rows: list[Any]) -> Any:
@@ -721,9 +739,9 @@ class MultiAgentEnvRunner(RunnerSetup):
 
     def _joint_dist_inputs(
         self, rows: dict[Any, list[tuple[int, Any]]], explore: bool
-    ) -> dict[Any, np.ndarray]:
-        """The distribution inputs of every module in `rows` from one forward pass of the
-        container (see `_joint_forward`)."""
+    ) -> dict[Any, tuple[np.ndarray, dict[str, np.ndarray] | None]]:
+        """The distribution inputs (and other outputs) of every module in `rows` from one
+        forward pass of the container (see `_joint_forward`)."""
         from trainer.torch_rl.runner_view import joint_dist_inputs
 
         last_obs = self._last_obs
@@ -992,13 +1010,13 @@ class MultiAgentEnvRunner(RunnerSetup):
         if actor.stateful:
             return None
         try:
-            acted, for_env, logp, module_dist_inputs = actor(
+            acted, for_env, logp, module_dist_inputs, extras = actor(
                 obs_rows, explore, self.global_timestep
             )
         except (ValueError, TypeError) as error:
             where = [(index, agent_id) for index, agents in acting.items() for agent_id in agents]
             self._raise_explained(where, obs_rows, error)
-        plain = logp is not None and module_dist_inputs is not None
+        plain = logp is not None and module_dist_inputs is not None and extras is None
         actions: dict[int, list] = {}
         env_actions: dict[int, dict] = {}
         logps: dict[int, list] = {}
@@ -1020,7 +1038,10 @@ class MultiAgentEnvRunner(RunnerSetup):
         where = [(index, agent_id) for index, agents in acting.items() for agent_id in agents]
         no_outputs: dict[int, dict] = {index: {} for index in acting}
         outputs = self._outputs_per_agent(
-            acting, no_outputs, no_outputs, [(where, _drawn_outputs(logp, module_dist_inputs))]
+            acting,
+            no_outputs,
+            no_outputs,
+            [(where, _drawn_outputs(logp, module_dist_inputs, None, extras))],
         )
         return StepActions(acting, actions, env_actions, None, None, outputs)
 
@@ -1053,7 +1074,7 @@ class MultiAgentEnvRunner(RunnerSetup):
             try:
                 if through_pieces is None and joint is None and not actor.stateful:
                     # The plain path (with its small-batch draw): forward, then draw.
-                    acted, for_env, logp, module_dist_inputs = actor(
+                    acted, for_env, logp, module_dist_inputs, extras = actor(
                         obs_rows, explore, self.global_timestep
                     )
                 else:
@@ -1062,7 +1083,7 @@ class MultiAgentEnvRunner(RunnerSetup):
                         if through_pieces is not None
                         else self._module_output(module_id, where, obs_rows, explore, joint)
                     )
-                    state_rows = output.state_rows
+                    state_rows, extras = output.state_rows, output.extras
                     acted, for_env, logp, module_dist_inputs = actor.draw(
                         output, explore, self.global_timestep
                     )
@@ -1071,12 +1092,17 @@ class MultiAgentEnvRunner(RunnerSetup):
             for k, (index, agent_id) in enumerate(where):
                 actions[index][agent_id] = acted[k]
                 env_actions[index][agent_id] = for_env[k]
-            if logp is not None and module_dist_inputs is not None and state_rows is None:
+            if (
+                logp is not None
+                and module_dist_inputs is not None
+                and state_rows is None
+                and extras is None
+            ):
                 for k, (index, agent_id) in enumerate(where):
                     logps[index][agent_id] = logp[k]
                     dist_inputs[index][agent_id] = module_dist_inputs[k]
             else:
-                others.append((where, _drawn_outputs(logp, module_dist_inputs, state_rows)))
+                others.append((where, _drawn_outputs(logp, module_dist_inputs, state_rows, extras)))
         agents = {index: list(by_agent) for index, by_agent in actions.items()}
         action_rows = {index: list(by_agent.values()) for index, by_agent in actions.items()}
         if others:
@@ -1097,13 +1123,14 @@ class MultiAgentEnvRunner(RunnerSetup):
         where: list[tuple[int, Any]],
         obs_rows: list[Any],
         explore: bool,
-        joint: dict[Any, np.ndarray] | None,
+        joint: dict[Any, tuple[np.ndarray, dict[str, np.ndarray] | None]] | None,
     ) -> ModuleOutput:
         """Module `module_id`'s forward pass over its agents' rows (`where`, observations
         `obs_rows`): the container's distribution inputs when it ran every module together
         (`joint`), else the module's own (a recurrent one's from each agent's last state)."""
         if joint is not None:
-            return ModuleOutput(joint[module_id])
+            inputs, extras = joint[module_id]
+            return ModuleOutput(inputs, extras=extras)
         actor = self._actors[module_id]
         agent_episodes = (
             [
@@ -1129,7 +1156,7 @@ class MultiAgentEnvRunner(RunnerSetup):
         self,
         rows: dict[Any, list[tuple[int, Any]]],
         explore: bool,
-        joint: dict[Any, np.ndarray] | None,
+        joint: dict[Any, tuple[np.ndarray, dict[str, np.ndarray] | None]] | None,
     ) -> dict[Any, ModuleOutput]:
         """Every acting module's forward pass (or the container's, `joint`), then the config's
         module-to-env pieces over all of them at once, as RLlib's MultiAgentEnvRunner runs
@@ -1147,7 +1174,9 @@ class MultiAgentEnvRunner(RunnerSetup):
             except (ValueError, TypeError) as error:
                 self._raise_explained(where, obs_rows, error)
             outputs[module_id] = output
-            batch[module_id] = for_pieces(output.dist_inputs, output.acted, actor.torch_view)
+            batch[module_id] = for_pieces(
+                output.dist_inputs, output.acted, actor.torch_view, output.extras
+            )
         out = self._module_to_env(
             rl_module=self.module,
             batch=batch,
@@ -1166,15 +1195,18 @@ class MultiAgentEnvRunner(RunnerSetup):
                     "module's outputs stay under its id"
                 )
             module = actor.module
-            dist_inputs, acted = pieces_left(
+            dist_inputs, acted, extras = pieces_left(
                 module_out,
                 actor.torch_view,
                 getattr(module, "dist", None) if actor.numpy_default else None,
                 module.spaces.action_layout if actor.numpy_default else None,
+                rows=len(rows[module_id]),
             )
             if dist_inputs is None and (acted is None or actor.numpy_default):
                 raise missing_dist_inputs(f"module {module_id!r}'s batch")
-            outputs[module_id] = output._replace(dist_inputs=dist_inputs, acted=acted)
+            outputs[module_id] = output._replace(
+                dist_inputs=dist_inputs, acted=acted, extras=extras
+            )
         return outputs
 
     @staticmethod

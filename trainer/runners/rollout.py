@@ -110,7 +110,7 @@ class RecorderRunner(RecoveryRunner, Protocol):
 
     def _step_actions(
         self, observations: Any, explore: bool, random_actions: bool
-    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list[Any] | None]: ...
+    ) -> tuple[np.ndarray, Any, np.ndarray, Any, list[Any] | None, dict | None]: ...
 
     def _try_env_step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]] | None: ...
 
@@ -153,7 +153,8 @@ class StepRows:
     """One vector step as per-sub-env rows, for the episode objects that get each step:
     Python scalars made once per step, not numpy scalars per sub-env; Discrete actions as
     ints, Box actions keep their rows. `state_rows`: a recurrent module's state out per
-    sub-env, recorded among the model outputs."""
+    sub-env, and `extras`: the module's other outputs by key (a row per sub-env), recorded
+    among the model outputs."""
 
     def __init__(
         self,
@@ -166,6 +167,7 @@ class StepRows:
         dist_inputs: np.ndarray | None,
         infos: list[dict],
         state_rows: list | None,
+        extras: dict[str, np.ndarray] | None = None,
     ):
         num_envs = len(rewards)
         self.observations = unbatch(obs, num_envs)
@@ -175,12 +177,14 @@ class StepRows:
         self.dist_inputs = [None] * num_envs if dist_inputs is None else dist_inputs
         self.infos = infos
         self.state_rows = state_rows
+        self.extras = extras
 
     def append_to(self, episode: SingleAgentEpisode | None, i: int) -> None:
-        """Appends sub-env `i`'s step to its episode (a recurrent module's state out copied:
-        a row of the batch's array would keep the whole batch alive)."""
+        """Appends sub-env `i`'s step to its episode (a recurrent module's state out and the
+        rows of the other outputs copied: a row of the batch's array would keep the whole
+        batch alive)."""
         assert episode is not None, RECORD_HAS_EPISODE
-        if self.state_rows is None:
+        if self.state_rows is None and self.extras is None:
             episode.record_sampled_step(
                 self.observations[i],
                 self.actions[i],
@@ -195,7 +199,11 @@ class StepRows:
         outputs = {Columns.ACTION_LOGP: self.logp[i]}
         if self.dist_inputs[i] is not None:
             outputs[Columns.ACTION_DIST_INPUTS] = self.dist_inputs[i]
-        outputs[Columns.STATE_OUT] = tree_map(np.array, self.state_rows[i])
+        if self.extras is not None:
+            for key, values in self.extras.items():
+                outputs[key] = values[i].copy()
+        if self.state_rows is not None:
+            outputs[Columns.STATE_OUT] = tree_map(np.array, self.state_rows[i])
         episode.add_env_step(
             self.observations[i],
             self.actions[i],
@@ -511,7 +519,7 @@ class ColumnRecorder:
         """Records one vector step (the env's `results` for the actions `act` gave); returns
         how many sub-envs stepped an episode. Once `draining`, an episode that ends starts no
         next one: its sub-env idles."""
-        actions, _, logp, dist_inputs, state_rows = acted
+        actions, _, logp, dist_inputs, state_rows, extras = acted
         obs, rewards, terminateds, truncateds, infos = results
         self.step_flags = (terminateds, truncateds)
         if self.sub_env_infos_of is not None:
@@ -531,6 +539,7 @@ class ColumnRecorder:
             logp,
             dist_inputs,
             infos,
+            extras,
         )
         np.add(self.returns, rewards, out=self.returns)
         if resetting:  # this step was their autoreset: their episodes start here
@@ -540,13 +549,13 @@ class ColumnRecorder:
                 row,
                 StepRows(
                     obs, actions, rewards, terminateds, truncateds, logp, dist_inputs, infos,
-                    state_rows,
+                    state_rows, extras,
                 ),
             )  # fmt: skip
         else:
             self._step_by_rows(
                 row, obs, actions, rewards, terminateds, truncateds, logp, dist_inputs, infos,
-                state_rows,
+                state_rows, extras,
             )  # fmt: skip
         stepped = self.num_envs - len(resetting) - len(idle)
         ended = terminateds | truncateds
@@ -643,6 +652,7 @@ class ColumnRecorder:
         dist_inputs: np.ndarray | None,
         infos: Any,
         state_rows: list | None,
+        extras: dict[str, np.ndarray] | None,
     ) -> None:
         """The step's observations through the pipeline (if any) as a row; objects that get
         each step get it (the row's observation, before the events fire)."""
@@ -653,7 +663,7 @@ class ColumnRecorder:
             ]
             rows = StepRows(
                 obs, actions, rewards, terminateds, truncateds, logp, dist_inputs, infos,
-                state_rows,
+                state_rows, extras,
             )  # fmt: skip
             for i in stepping:
                 rows.append_to(self.live[i], i)

@@ -5,8 +5,8 @@ into preallocated arrays, one per field, indexed `[row, sub_env]`:
 
     row 0          the observations the call starts from (the vector env's last ones)
     row k >= 1     the k-th vector step: the observation it returned, and the action, reward,
-                   model outputs (`action_logp`, `action_dist_inputs`) that led to it, plus
-                   that step's infos (the terminated / truncated flags are read as they come:
+                   model outputs (`action_logp`, `action_dist_inputs`, and any other a user's
+                   module returns, `extras`) that led to it, plus that step's infos (the terminated / truncated flags are read as they come:
                    an episode keeps only its last ones)
 
 A sub-env's episode (or the chunk of it sampled in this call) is a run of rows `first..last` of
@@ -61,6 +61,9 @@ class StepColumns(NamedColumns):
         self.rewards: np.ndarray | None = None
         self.action_logp: np.ndarray | None = None
         self.action_dist_inputs: np.ndarray | None = None
+        #: The module's other outputs by key (`trainer.core.extra_outputs`; none for the
+        #: default modules), a column each.
+        self.extras: dict[str, np.ndarray] = {}
         #: Per row, the step's infos: a list of per-sub-env dicts, or a batched dict.
         self.infos: list[Any] = [None]
         #: Whether any step so far had a non-empty info (else no episode's infos are read).
@@ -72,6 +75,7 @@ class StepColumns(NamedColumns):
         rewards: np.ndarray,
         logp: np.ndarray,
         dist_inputs: np.ndarray | None,
+        extras: dict[str, np.ndarray] | None,
     ) -> None:
         shape = (self._capacity, self.num_envs)
         # Discrete actions are recorded as Python ints per step (int64 once numpy'ized); rows
@@ -82,6 +86,11 @@ class StepColumns(NamedColumns):
         self.action_logp = np.empty(shape, python_scalar_dtype(logp))
         if dist_inputs is not None:
             self.action_dist_inputs = np.empty((*shape, *dist_inputs.shape[1:]), dist_inputs.dtype)
+        if extras:  # (their rows numpy'ized keep the module's dtype, as RLlib's)
+            self.extras = {
+                key: np.empty((*shape, *values.shape[1:]), values.dtype)
+                for key, values in extras.items()
+            }
 
     def _grow(self) -> None:
         """Doubles every column into new arrays (views given out keep the old ones)."""
@@ -101,6 +110,8 @@ class StepColumns(NamedColumns):
             self.action_logp = doubled(self.action_logp)
             if self.action_dist_inputs is not None:
                 self.action_dist_inputs = doubled(self.action_dist_inputs)
+            for key, column in self.extras.items():
+                self.extras[key] = doubled(column)
 
     def record(
         self,
@@ -110,11 +121,13 @@ class StepColumns(NamedColumns):
         logp: np.ndarray,
         dist_inputs: np.ndarray | None,
         infos: Any,
+        extras: dict[str, np.ndarray] | None = None,
     ) -> int:
         """Writes one vector step as the next row and returns its index (its observations
-        left to the caller when None: the env-to-module pipeline writes them)."""
+        left to the caller when None: the env-to-module pipeline writes them). `extras`: the
+        module's other outputs, the same keys at every step."""
         if self.actions is None:
-            self._allocate(actions, rewards, logp, dist_inputs)
+            self._allocate(actions, rewards, logp, dist_inputs, extras)
         row = self.row + 1
         if row == self._capacity:
             self._grow()
@@ -126,10 +139,26 @@ class StepColumns(NamedColumns):
         self.action_logp[row] = logp  # type: ignore[index]
         if dist_inputs is not None:
             self.action_dist_inputs[row] = dist_inputs  # type: ignore[index]
+        if extras is not None or self.extras:
+            self._record_extras(row, extras)
         self.infos.append(infos)
         if not self.infos_seen and infos and (type(infos) is not list or any(infos)):
             self.infos_seen = True
         return row
+
+    def _record_extras(self, row: int, extras: dict[str, np.ndarray] | None) -> None:
+        """Writes the module's other outputs of step `row`; a ValueError when their keys are
+        not those of the call's first step (the episodes need each at every step)."""
+        columns = self.extras
+        if extras is None or extras.keys() != columns.keys():
+            raise ValueError(
+                f"the module's forward pass returned the extra outputs {sorted(extras or ())} "
+                f"at one step and {sorted(columns)} at an earlier one of the same sample() "
+                "call: the episodes record each extra model output at every step, so the "
+                "module must return the same keys at every step"
+            )
+        for key, values in extras.items():
+            columns[key][row] = values
 
     def restart(self, observations: np.ndarray) -> int:
         """A new row of starting observations only (after the vector env was re-created);
@@ -176,6 +205,8 @@ class StepColumns(NamedColumns):
         }
         if self.action_dist_inputs is not None:
             columns["extra:" + Columns.ACTION_DIST_INPUTS] = self.action_dist_inputs
+        for key, column in self.extras.items():
+            columns["extra:" + key] = column
         return columns
 
     def fill(

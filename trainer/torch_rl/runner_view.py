@@ -40,6 +40,7 @@ import torch
 from trainer.compat.rllib_utils import Columns
 from trainer.core.action_layout import ActionLayout, MultiActionDistribution
 from trainer.core.apis import QNetAPI
+from trainer.core.extra_outputs import extra_outputs
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo, env_actions
 from trainer.core.nn import Categorical, DiagGaussian
 from trainer.core.obs_tree import tree_len, tree_map
@@ -145,6 +146,11 @@ class TorchModuleView:
         #: `Columns.ACTIONS` and `Columns.ACTION_LOGP`; an autoregressive module must): the
         #: EnvRunner then takes them instead of drawing from the distribution inputs.
         self.module_acted: tuple[np.ndarray, np.ndarray] | None = None
+        #: The outputs of the last `dist_inputs` / `dist_inputs_and_state` call besides the
+        #: action draw's and the state (a user's "my_value"; `trainer.core.extra_outputs`),
+        #: which the EnvRunners record per step as RLlib's extra model outputs; None when the
+        #: module returned none (the default modules).
+        self.module_extras: dict[str, np.ndarray] | None = None
         twins = getattr(rl_module, NUMPY_ACTION_DISTS, None)
         layout = self.spaces.action_layout
         self.dist = sampling_distribution(
@@ -223,7 +229,7 @@ class TorchModuleView:
         """The module's action-distribution inputs for a batch of observations
         (`forward_exploration`, or `forward_inference` without `explore`; in numpy for a
         default module of a known structure, whose two are the same)."""
-        self.module_acted = None
+        self.module_acted = self.module_extras = None
         numpy_forward = self._numpy
         if numpy_forward is not None and numpy_forward.accepts(obs):
             if not numpy_forward.current():  # a parameter was written or moved since
@@ -237,13 +243,16 @@ class TorchModuleView:
             else self.forward_inference({Columns.OBS: obs})
         )
         self.module_acted = self._own_actions(out)
+        phase = "exploration" if explore else "inference"
+        self.module_extras = extra_outputs(
+            out, tree_len(obs), f"{type(self.rl_module).__name__}.forward_{phase}()"
+        )
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
         if inputs is None and isinstance(self.rl_module, QNetAPI):
             # A Q-network that returns actions only (as RLlib's DQN modules do, drawing their
             # own epsilon-greedy): the config's exploration acts on its Q-values instead.
             inputs = self.q_values(obs)
         if inputs is None:
-            phase = "exploration" if explore else "inference"
             raise ValueError(
                 f"{type(self.rl_module).__name__}.forward_{phase}() returned {sorted(out)}: "
                 f"the EnvRunners need {Columns.ACTION_DIST_INPUTS!r} (the inputs of the "
@@ -322,8 +331,14 @@ class TorchModuleView:
                 out = self.forward_exploration(batch) if explore else self.forward_inference(batch)
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
         state_out = out.get(Columns.STATE_OUT)
+        phase = "exploration" if explore else "inference"
+        self.module_extras = extra_outputs(
+            out,
+            tree_len(obs),
+            f"{type(self.rl_module).__name__}.forward_{phase}()",
+            time_axis=True,
+        )
         if inputs is None or state_out is None:
-            phase = "exploration" if explore else "inference"
             raise ValueError(
                 f"{type(self.rl_module).__name__}.forward_{phase}() returned {sorted(out)}: "
                 f"a stateful module must return {Columns.ACTION_DIST_INPUTS!r} and "
@@ -512,12 +527,13 @@ def _seeded_module(module_class: type, kwargs: dict[str, Any], seed: int | None)
 
 def joint_dist_inputs(
     container: Any, views: dict[Any, TorchModuleView], obs: dict[Any, Any], explore: bool
-) -> dict[Any, np.ndarray]:
+) -> dict[Any, tuple[np.ndarray, dict[str, np.ndarray] | None]]:
     """One forward pass of a MultiRLModule whose class runs its modules together (RLlib's
     shared encoder before each policy): `obs` (preprocessed observations by module id) in as
     `{module_id: {"obs": tensor}}` to the container's `forward_exploration` (or
     `forward_inference` without `explore`), each module's action-distribution inputs out as
-    numpy. `views`: each module's view (its observation shape, its thread policy)."""
+    numpy, with its other outputs (`extra_outputs`; None for none). `views`: each module's
+    view (its observation shape, its thread policy)."""
     batch = {
         module_id: {Columns.OBS: to_tensor(views[module_id].module_observations(module_obs))}
         for module_id, module_obs in obs.items()
@@ -528,18 +544,21 @@ def joint_dist_inputs(
             container.forward_exploration(batch) if explore else container.forward_inference(batch)
         )
     inputs = {}
+    phase = "exploration" if explore else "inference"
     for module_id in obs:
         module_out = out.get(module_id) if isinstance(out, dict) else None
         if not isinstance(module_out, dict) or Columns.ACTION_DIST_INPUTS not in module_out:
-            phase = "exploration" if explore else "inference"
             raise ValueError(
                 f"{type(container).__name__}.forward_{phase}() returned "
                 f"{sorted(map(str, out)) if isinstance(out, dict) else type(out).__name__} for "
                 f"the batch of modules {sorted(map(str, obs))}: the EnvRunners need "
                 f"{{module_id: {{{Columns.ACTION_DIST_INPUTS!r}: ...}}}} for each of them"
             )
-        inputs[module_id] = np.asarray(
-            to_numpy(module_out[Columns.ACTION_DIST_INPUTS]), dtype=np.float32
+        module_out = to_numpy(module_out)
+        whose = f"{type(container).__name__}.forward_{phase}()[{module_id!r}]"
+        inputs[module_id] = (
+            np.asarray(module_out[Columns.ACTION_DIST_INPUTS], dtype=np.float32),
+            extra_outputs(module_out, tree_len(obs[module_id]), whose),
         )
     return inputs
 

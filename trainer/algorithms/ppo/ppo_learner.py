@@ -24,6 +24,7 @@ from trainer.algorithms.ppo.loss import (
 )
 from trainer.compat.rllib_utils import DEFAULT_MODULE_ID, Columns
 from trainer.core.blas import AdaptiveBlasThreads
+from trainer.core.extra_outputs import extra_output_columns
 from trainer.core.learner import (
     DEFAULT_OPTIMIZER_LR_KEY,
     NumpyLearner,
@@ -67,6 +68,7 @@ def build_train_batch(
     without gradients); it is not called when `use_critic` is off. With `next_observations`
     the batch also holds each step's next observation (`Columns.NEXT_OBS`, RLlib's
     `AddNextObservationsFromEpisodesToTrainBatch`), which learner-only modules train on.
+    The episodes' other extra model outputs are columns too (`extra_output_columns`).
     """
     episodes = [ep for ep in episodes if len(ep) > 0]
     # Values of every observation, each chunk's final one included, in one forward pass.
@@ -129,6 +131,9 @@ def build_train_batch(
     }
     if next_observations:
         batch[Columns.NEXT_OBS] = tree_concat(next_obs_chunks)
+    # The module's other outputs the episodes recorded (a user's "my_value"), as RLlib's
+    # learner pipeline adds them: a user's loss reads them from the batch.
+    batch.update(extra_output_columns(episodes, skip=batch))
     return batch
 
 
