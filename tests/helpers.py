@@ -130,15 +130,20 @@ class LevelEnv(TaskSettableEnv):
 
 
 def train_until(
-    algo: Any, target: float, seconds: float, *, iterations: int | None = None
+    algo: Any, target: float, seconds: float | None = None, *, iterations: int | None = None
 ) -> tuple[list[float], dict]:
-    """Trains `algo` until its `env_runners/episode_return_mean` reaches `target`, `seconds`
-    pass or `iterations` ran: (the returns of every iteration, NaN where no episode ended; the
-    last result)."""
+    """Trains `algo` until its `env_runners/episode_return_mean` reaches `target`, or `iterations`
+    ran, or `seconds` passed: (the returns of every iteration, NaN where no episode ended; the
+    last result). A learning check gives `iterations` alone, so that its outcome does not hang on
+    how many iterations a busy machine fits in the seconds (pytest's timeout catches a hang)."""
+    if seconds is None and iterations is None:
+        raise ValueError("train_until: give iterations, seconds or both")
     returns: list[float] = []
     result: dict = {}
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and (iterations is None or len(returns) < iterations):
+    deadline = None if seconds is None else time.monotonic() + seconds
+    while (deadline is None or time.monotonic() < deadline) and (
+        iterations is None or len(returns) < iterations
+    ):
         result = algo.train()
         returns.append(result["env_runners"].get("episode_return_mean", math.nan))
         if returns[-1] >= target:

@@ -211,7 +211,8 @@ def test_ppo_learns_every_leaf_of_a_dict_action(framework, tmp_path):
     )
     algo = config.build()
     try:
-        returns, _ = train_until(algo, 24, seconds=90)
+        # Seed 0 (both frameworks alike): 24.1 at the 18th iteration, ~4 s on two cores.
+        returns, _ = train_until(algo, 24, iterations=30)
         path = algo.save_to_path(str(tmp_path / "ckpt"))
         obs = np.eye(3, dtype=np.float32)
         greedy = [algo.compute_single_action(o, explore=False) for o in obs]
@@ -269,7 +270,7 @@ def test_asynchronous_algorithms_learn_a_dict_action(algorithm, framework, lr):
     config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=8000)
     algo = config.build()
     try:
-        returns, result = train_until(algo, 17, seconds=120, iterations=6)
+        returns, result = train_until(algo, 17, iterations=6)
         greedy = algo.compute_single_action(np.eye(3, dtype=np.float32)[2], explore=False)
     finally:
         algo.stop()

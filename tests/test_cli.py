@@ -920,7 +920,8 @@ def test_tensorboardx_import_keeps_modules_out_for_its_own_thread_only():
     pytest.importorskip("tensorboardX", reason=NEEDS_TENSORBOARD)
     from trainer.cli.tensorboard import _KeepOut, import_tensorboardx
 
-    keep_out = _KeepOut(threading.current_thread())
+    keep_out = _KeepOut()
+    keep_out.threads.add(threading.get_ident())  # as import_tensorboardx() does
     for name in ("torch", "torch.nn", "boto3", "google.cloud", "google.cloud.storage"):
         with pytest.raises(ModuleNotFoundError, match="kept out of tensorboardX's import"):
             keep_out.find_spec(name)
@@ -932,9 +933,10 @@ def test_tensorboardx_import_keeps_modules_out_for_its_own_thread_only():
     thread.start()
     thread.join(5)
     assert other_thread == [None]
-    # Only during the import.
+    # Only during the import: its finder stays on sys.meta_path, keeping nothing out.
     assert import_tensorboardx().SummaryWriter
-    assert not any(isinstance(finder, _KeepOut) for finder in sys.meta_path)
+    (installed,) = [finder for finder in sys.meta_path if isinstance(finder, _KeepOut)]
+    assert installed.threads == set() and installed.find_spec("torch") is None
 
 
 @pytest.mark.slow
@@ -1214,24 +1216,112 @@ def test_inspect_formats_times_and_sizes_every_file(trained_run, tmp_path):
     assert total and float(total.group(1)) == round(sum(p.stat().st_size for p in files) / 1024, 1)
 
 
-def test_the_plot_waits_for_the_background_import_of_matplotlib(monkeypatch):
-    """Two threads importing matplotlib at once can deadlock on its modules' import locks, and
-    Python then hands one a half-made module: the plot imports only once the background import
-    is done (a stand-in import that takes a while stands for matplotlib's)."""
+def test_the_plot_waits_for_the_background_import_of_matplotlib_which_runs_once(monkeypatch):
+    """Two threads importing matplotlib at once can meet a half-made module: the plot asking
+    while the background import runs waits for it and gets its classes, never importing
+    matplotlib alongside (a stand-in import that takes a while stands for matplotlib's)."""
     from trainer.cli import learning_curve
+    from trainer.util.imports import OnceImport
 
-    order: list[str] = []
-    started = threading.Event()
+    imported_on: list[str] = []
+    started, release = threading.Event(), threading.Event()
 
     def slow_import():
-        if threading.current_thread() is not threading.main_thread():
-            started.set()
-            time.sleep(0.3)
-        order.append(threading.current_thread().name)
-        return object, object
+        imported_on.append(threading.current_thread().name)
+        started.set()
+        release.wait(10)  # until the plot has asked
+        return object, int
 
-    monkeypatch.setattr(learning_curve, "_figure_classes", slow_import)
+    monkeypatch.setattr(learning_curve, "_FIGURE_CLASSES", OnceImport("matplotlib", slow_import))
     learning_curve.import_in_background()
-    assert started.wait(5)
-    learning_curve._loaded_figure_classes()
-    assert order == ["import-matplotlib", threading.main_thread().name]
+    assert started.wait(10)
+    threading.Timer(0.2, release.set).start()
+    assert learning_curve._FIGURE_CLASSES.get() == (object, int)
+    assert imported_on == ["import-matplotlib"]
+
+
+PLOT_AFTER_A_FAILED_BACKGROUND_IMPORT = """
+import sys
+from trainer.cli import learning_curve
+
+class Fails:
+    # matplotlib.colors "not found" (once, or always), in the middle of matplotlib/__init__.py:
+    # as when the PathFinder was skipped (a finder taken out of sys.meta_path meanwhile).
+    times = 1 if sys.argv[2] == "once" else 10**9
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib.colors" and Fails.times > 0:
+            Fails.times -= 1
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Fails())
+learning_curve.import_in_background().join(60)
+results = [{"num_env_steps_sampled_lifetime": 100, "env_runners": {"episode_return_mean": 1.0}}]
+for _ in range(2):
+    try:
+        print(learning_curve.write_learning_curve(results, sys.argv[1], "title"))
+    except Exception as error:
+        print(type(error).__name__, error)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+@pytest.mark.parametrize("failing", ["once", "always"])
+def test_the_plot_after_a_failed_background_import_imports_matplotlib_afresh(failing, tmp_path):
+    """A failed import leaves matplotlib's submodules bound to a dead package in sys.modules:
+    the plot does not import it again over them (CI's "module 'matplotlib' has no attribute
+    'get_data_path'") but afresh, and draws; an import that fails again is the error, then
+    named as the earlier failure. A fresh interpreter: this one has imported matplotlib."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PLOT_AFTER_A_FAILED_BACKGROUND_IMPORT,
+            str(tmp_path / "p.png"),
+            failing,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    if failing == "once":
+        assert done.stdout.splitlines() == ["True", "True"]
+        assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    else:
+        assert done.stdout.splitlines() == [
+            "ModuleNotFoundError No module named 'matplotlib.colors'",
+            "ImportError importing matplotlib failed earlier in this process "
+            "(ModuleNotFoundError: No module named 'matplotlib.colors')",
+        ]
+        assert not (tmp_path / "p.png").exists()
+
+
+class _MetaPathKeepingItsFinders(list):
+    """`sys.meta_path` that refuses to lose a finder. Another thread's import walks the list by
+    index without a lock: a finder taken out meanwhile makes it skip the next one (PathFinder),
+    and an installed module is not found: the main job's matplotlib import, on the thread
+    beside tensorboardX's, could fail half-way when that import took its finder out."""
+
+    def remove(self, value):
+        raise AssertionError(f"{value!r} taken out of sys.meta_path")
+
+    def pop(self, index=-1):
+        raise AssertionError(f"{self[index]!r} taken out of sys.meta_path")
+
+    def __delitem__(self, index):
+        raise AssertionError(f"sys.meta_path[{index!r}] taken out")
+
+
+def test_tensorboardx_import_takes_no_finder_out_of_sys_meta_path(monkeypatch):
+    pytest.importorskip("tensorboardX", reason=NEEDS_TENSORBOARD)
+    from trainer.cli.tensorboard import import_tensorboardx
+
+    monkeypatch.setattr(sys, "meta_path", _MetaPathKeepingItsFinders(sys.meta_path))
+    before = list(sys.meta_path)
+    for _ in range(2):
+        assert import_tensorboardx().SummaryWriter
+    # At most its own finder, put first once: a walk under way asks one finder twice, skips none.
+    assert sys.meta_path[len(sys.meta_path) - len(before) :] == before
+    assert len(sys.meta_path) - len(before) <= 1

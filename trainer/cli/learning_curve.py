@@ -19,26 +19,19 @@ from trainer.metrics import (
     EPISODE_RETURN_MIN,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
 )
-from trainer.util import imports as background
 from trainer.util.files import replace_file
+from trainer.util.imports import OnceImport
 
 PLOT_FILE = "learning_curve.png"
 
 
 def matplotlib_available() -> bool:
-    """Whether matplotlib is installed: found, not imported (`import_in_background` may be
-    importing it on another thread, and a second importer racing its initialisation saw a
-    half-made module in a CI run)."""
+    """Whether matplotlib is installed: found, not imported (the import is `_FIGURE_CLASSES`'s,
+    made once, perhaps on its background thread right now)."""
     return importlib.util.find_spec("matplotlib") is not None
 
 
-#: The thread `import_in_background` started (None: none started).
-_importing: threading.Thread | None = None
-#: Longest wait for it before the plot imports matplotlib itself.
-IMPORT_WAIT_S = 30
-
-
-def _figure_classes() -> tuple[type, type]:
+def _import_figure_classes() -> tuple[type, type]:
     """matplotlib's `Figure` and Agg canvas, the parts the plot uses (ImportError without
     matplotlib)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -47,25 +40,17 @@ def _figure_classes() -> tuple[type, type]:
     return Figure, FigureCanvasAgg
 
 
-def _loaded_figure_classes() -> tuple[type, type]:
-    """`_figure_classes()` once the background import (if any) is done. Two threads importing
-    matplotlib at once deadlock on its modules' import locks (the plot's `matplotlib.backends`
-    against the background's `matplotlib`): Python then hands one of them a half-made module,
-    the background import failed, and the plot met the leftovers (`module 'matplotlib' has no
-    attribute 'get_data_path'` in a CI run). So the plot waits for the background first."""
-    importing = _importing
-    if importing is not None and importing is not threading.current_thread():
-        importing.join(IMPORT_WAIT_S)
-    return _figure_classes()
+#: The one import of matplotlib in this process (nothing else in the main job imports it): the
+#: background thread's or, when the plot comes first, the plot's; the other waits for it on its
+#: lock and never imports matplotlib alongside (see `OnceImport`).
+_FIGURE_CLASSES = OnceImport("matplotlib", _import_figure_classes)
 
 
 def import_in_background() -> threading.Thread:
-    """Starts importing `_figure_classes` (0.3-0.5 s, the font list included) in a thread, so
-    that it overlaps `build()` and the first iterations instead of delaying the first
-    checkpoint's plot, which then finds them loaded or waits for them."""
-    global _importing
-    _importing = background.import_in_background("matplotlib", _figure_classes)
-    return _importing
+    """Starts importing matplotlib (0.3-0.5 s, the font list included) in a thread, so that it
+    overlaps `build()` and the first iterations instead of delaying the first checkpoint's
+    plot, which then finds it loaded or waits for it."""
+    return _FIGURE_CLASSES.start()
 
 
 def _series(results: list[dict], *keys: str) -> tuple[list[float], list[float]]:
@@ -87,7 +72,7 @@ def write_learning_curve(
     """Plots `results` (result.json's objects) into `path`; False without matplotlib or data."""
     if not results or not matplotlib_available():
         return False
-    Figure, FigureCanvasAgg = _loaded_figure_classes()
+    Figure, FigureCanvasAgg = _FIGURE_CLASSES.get()
     figure = Figure(figsize=(7, 4), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

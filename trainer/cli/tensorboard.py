@@ -24,7 +24,7 @@ from typing import Any
 from trainer.cli.extras import TENSORBOARD, missing_note
 from trainer.cli.run_folder import flatten
 from trainer.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME, TRAINING_ITERATION
-from trainer.util import imports as background
+from trainer.util.imports import OnceImport
 
 #: Tag prefixes: Tune's (by iteration), and the same scalars by env steps.
 BY_ITERATION = "ray/tune/"
@@ -52,25 +52,45 @@ def _unused(name: str | None) -> bool:
 
 
 class _KeepOut(importlib.abc.MetaPathFinder):
-    """Fails the imports of UNUSED_BY_TENSORBOARDX (and their submodules) made by one thread,
-    as if they were not installed; every other import, and every other thread's, goes on
-    (another thread may be importing torch for the user meanwhile)."""
+    """Fails the imports of UNUSED_BY_TENSORBOARDX (and their submodules) made by the threads
+    in `threads` (those in `import_tensorboardx`), as if they were not installed; every other
+    import, and every other thread's, goes on (another thread may be importing torch for the
+    user meanwhile).
 
-    def __init__(self, thread: threading.Thread):
-        self.thread = thread
+    Put at the head of `sys.meta_path` once (`_keep_out`) and left there: the import machinery
+    walks that list by index without a lock, so a finder removed while another thread's import
+    walks it makes that walk skip the finder after the one it is at (the PathFinder, when it
+    is at the FrozenImporter), and an installed module is not found: the main job's matplotlib
+    import, on the thread beside tensorboardX's, could fail half-way so. An insertion at the
+    head only makes such a walk ask one finder twice."""
+
+    def __init__(self) -> None:
+        self.threads: set[int] = set()
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if threading.current_thread() is self.thread and _unused(name):
+        if threading.get_ident() in self.threads and _unused(name):
             raise ModuleNotFoundError(f"{name} is kept out of tensorboardX's import", name=name)
         return None
+
+
+_KEEP_OUT = _KeepOut()
+_KEEP_OUT_INSTALL = threading.Lock()
+
+
+def _keep_out() -> _KeepOut:
+    """`_KEEP_OUT`, at the head of `sys.meta_path` from the first call on (see `_KeepOut`)."""
+    with _KEEP_OUT_INSTALL:
+        if not any(finder is _KEEP_OUT for finder in sys.meta_path):
+            sys.meta_path.insert(0, _KEEP_OUT)
+    return _KEEP_OUT
 
 
 def import_tensorboardx() -> Any:
     """`import tensorboardX` without UNUSED_BY_TENSORBOARDX (which load normally afterwards);
     raises ImportError when it is not installed. A tensorboardX that cannot do without one of
     them is imported with it."""
-    keep_out = _KeepOut(threading.current_thread())
-    sys.meta_path.insert(0, keep_out)
+    keep_out, thread = _keep_out(), threading.get_ident()
+    keep_out.threads.add(thread)
     try:
         import tensorboardX
 
@@ -79,17 +99,22 @@ def import_tensorboardx() -> Any:
         if not _unused(error.name):
             raise
     finally:
-        sys.meta_path.remove(keep_out)
+        keep_out.threads.discard(thread)
     import tensorboardX  # a version that needs one of them
 
     return tensorboardX
+
+
+#: The one import of tensorboardX in this process: the background thread's, or the writer's
+#: when it comes first; the other waits for it (see `OnceImport`).
+_TENSORBOARDX = OnceImport("tensorboardX", import_tensorboardx)
 
 
 class EventWriter:
     """Writes each result to event files in `directory`; `close()` flushes them."""
 
     def __init__(self, directory: str):
-        tensorboardx = import_tensorboardx()
+        tensorboardx = _TENSORBOARDX.get()
         self._scalar = tensorboardx.summary.scalar
         self._summary = tensorboardx.proto.summary_pb2.Summary
         self._writer = tensorboardx.FileWriter(logdir=directory, flush_secs=5)
@@ -124,23 +149,15 @@ class EventWriter:
         self._writer.close()
 
 
-#: Longest wait for the background import of tensorboardX.
-IMPORT_WAIT_S = 30
-
-
 def import_in_background() -> threading.Thread:
     """Starts importing tensorboardX (`import_tensorboardx`) in a thread, so that it overlaps
-    `build()`; `create_writer` waits for it (and says so when tensorboardX is missing)."""
-    return background.import_in_background("tensorboardX", import_tensorboardx)
+    `build()`; `create_writer` finds it loaded or waits for it (and says so when tensorboardX
+    is missing)."""
+    return _TENSORBOARDX.start()
 
 
-def create_writer(
-    directory: str, note: Any, importing: threading.Thread | None = None
-) -> EventWriter | None:
-    """`EventWriter.create(directory)` once `importing` is done; `note(...)` naming the extra
-    when it cannot be made."""
-    if importing is not None:
-        importing.join(IMPORT_WAIT_S)
+def create_writer(directory: str, note: Any) -> EventWriter | None:
+    """`EventWriter.create(directory)`; `note(...)` naming the extra when it cannot be made."""
     writer = EventWriter.create(directory)
     if writer is None:
         note(missing_note("TensorBoard event files: not written", "tensorboardX", TENSORBOARD))

@@ -660,7 +660,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "argument --trust-pickle: only with --resume (a new run has no checkpoint to read)"
         )
     plan = plan_resume(args, parser) if args.resume else plan_new_run(args, parser)
-    importing = import_in_background()
+    import_in_background()
     learning_curve.import_in_background()
     config, directory, stop = plan.config, plan.directory, plan.stop
     display = ProgressDisplay(Progress(stop))
@@ -720,7 +720,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 algorithm = config.build()
                 folder.write_params(config)
             folder.write_run_info(plan.algo, config.env, vars(stop))
-            events = create_writer(directory, display.line, importing)
+            events = create_writer(directory, display.line)
             display.line(f"ready in {time.perf_counter() - start:.2f} s")
             reason = None
             # At least one iteration: a Ctrl-C that comes before the first has started still
