@@ -30,6 +30,9 @@ print(json.dumps({
     "rl_module": RLModule.__module__,
     "installed_ray": ray.__file__ is not None,
     "user_sitecustomize": os.environ.get("USER_SITECUSTOMIZE_RAN"),
+    # Left on sys.meta_path once done: a finder taken out while another thread walks the list
+    # makes that thread skip the next one.
+    "finder_kept": any(type(f).__name__ == "RLlibOnFirstImport" for f in sys.meta_path),
 }))
 """
 
@@ -64,6 +67,7 @@ def test_a_python_process_the_script_starts_imports_this_projects_rllib(tmp_path
         "rl_module": "trainer.core.rl_module",
         "installed_ray": True,
         "user_sitecustomize": "yes",
+        "finder_kept": True,
     }
 
 

@@ -26,6 +26,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
@@ -36,21 +37,43 @@ LAUNCHER_VAR = "LOCALRL_RLLIB_LAUNCHER"
 
 class RLlibOnFirstImport:
     """Hands the process's first import of `ray.rllib`, and every later one, to the
-    launcher's finder on the installed Ray."""
+    launcher's finder on the installed Ray.
+
+    It stays on `sys.meta_path` once done, answering None: taking a finder out of that list
+    while another thread walks it (the import system iterates it by index, unlocked) makes
+    the walker skip the finder after it, and an installed module is then "not found". A
+    second thread's `ray.rllib` import waits for the install."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: The thread installing the hook, while it does (its own lookups pass by).
+        self._installer: int | None = None
+        self._done = False
 
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if name != "ray.rllib" and not name.startswith("ray.rllib."):
+        if self._done or (name != "ray.rllib" and not name.startswith("ray.rllib.")):
             return None
-        sys.meta_path.remove(self)
-        try:
-            launcher = importlib.import_module("trainer.launcher")
-        except ImportError:  # a Python without localrl: the installed RLlib
+        if self._installer == threading.get_ident():
             return None
-        if not launcher.installed():
-            launcher.install(real_ray=True)
-        return importlib.util.find_spec(name)
+        with self._lock:
+            if self._done:
+                # Another thread installed the hook while this one waited: its finder went
+                # onto `sys.meta_path` after this walk passed the head, so look again.
+                return importlib.util.find_spec(name)
+            self._installer = threading.get_ident()
+            try:
+                launcher = importlib.import_module("trainer.launcher")
+            except ImportError:  # a Python without localrl: the installed RLlib
+                return None
+            else:
+                if not launcher.installed():
+                    launcher.install(real_ray=True)
+                return importlib.util.find_spec(name)
+            finally:
+                self._done = True
+                self._installer = None
 
 
 #: The launcher's routing of the names `trainer`, `callbacks` and `checkpoints`, standard
