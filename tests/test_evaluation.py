@@ -298,6 +298,66 @@ def test_without_restarts_a_killed_evaluation_runner_is_dropped():
         algo.stop()
 
 
+#: Each round of the test below: when an evaluation runner dies (its index): killed just before
+#: `evaluate()` without waiting for it to end, killed as the round starts (in
+#: `on_evaluate_start`, while the weights go out), or killing itself in the round.
+KILL_PLANS = {
+    "restarts": [("before", 1), ("start", 2), ("during", 1)],
+    "no restarts": [("before", 1), ("during", 2), ("start", 3)],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("plan", list(KILL_PLANS))
+def test_an_evaluation_runner_killed_around_a_round_start_is_in_that_rounds_report(plan, tmp_path):
+    """Wherever a round notices the death (the weight sync that starts it, its look for dead
+    runners, its sample requests), that round's report names the runner; restarted, or left
+    out, and with no runner left the round is skipped, not raised. The weights are larger than
+    a socket's buffer, so a kill at the round's start mostly lands while they are written."""
+    restart = plan == "restarts"
+    at_start: list[int] = []
+    flags = str(tmp_path)
+
+    def kill_at_round_start(algorithm, metrics_logger, **kwargs):
+        while at_start:
+            os.kill(algorithm.eval_env_runner_group.remote_pids()[at_start.pop()], signal.SIGKILL)
+
+    def kill_itself_in_the_round(env_runner, **kwargs):
+        flag = os.path.join(flags, f"kill_{env_runner.worker_index}")
+        if env_runner.config.in_evaluation and os.path.exists(flag):
+            os.remove(flag)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    algo = (
+        eval_ppo(evaluation_num_env_runners=2 if restart else 3, evaluation_duration=4)
+        .rl_module(model_config={"fcnet_hiddens": [256, 256]})
+        .callbacks(on_evaluate_start=kill_at_round_start, on_episode_step=kill_itself_in_the_round)
+        .fault_tolerance(restart_failed_env_runners=restart, ignore_env_runner_failures=True)
+        .build()
+    )
+    try:
+        group = algo.eval_env_runner_group
+        for moment, index in KILL_PLANS[plan]:
+            if moment == "before":
+                os.kill(group.remote_pids()[index], signal.SIGKILL)
+            elif moment == "start":
+                at_start.append(index)
+            else:
+                open(os.path.join(flags, f"kill_{index}"), "w").close()
+            evaluation = algo.evaluate()
+            failures = evaluation.get("env_runner_failures", [])
+            assert len(failures) == 1 and f"EnvRunner {index} " in failures[0], (moment, evaluation)
+            if restart:
+                assert evaluation["env_runners_restarted"] == [index]
+        if restart:
+            assert group.healthy_env_runner_ids() == [1, 2]
+            assert algo.evaluate()["env_runners"]["num_episodes"] == 4
+        else:
+            assert evaluation["skipped"] == "no healthy evaluation EnvRunner is left"
+    finally:
+        algo.stop()
+
+
 @pytest.mark.parametrize(
     "evaluation, message",
     [

@@ -367,7 +367,8 @@ def test_step_failed_recreate_env_error_recreates_the_sub_env_quietly(caplog):
 @pytest.mark.slow
 def test_evaluation_runners_fail_and_recover():
     """The next round reports an evaluation runner killed between rounds (its process ended:
-    `wait_s`; one still ending as the round starts is not always reported, a known race)."""
+    `wait_s`; one still ending as the round starts is reported too, see test_evaluation.py's
+    `test_an_evaluation_runner_killed_around_a_round_start_is_in_that_rounds_report`)."""
     config = (
         small_ppo(1)
         .callbacks(RecordRecreated)

@@ -25,7 +25,8 @@ How a round's duration is split (RLlib's rules):
   another until the training step ends; requests in flight then finish.
 
 A runner that crashes, stalls past `evaluation_sample_timeout_s`, or raises in env or callback
-code loses its part of the round (listed in `env_runner_failures`); then the `fault_tolerance()`
+code loses its part of the round (listed in `env_runner_failures`, as is one that fails in the
+weight sync that starts the round, or between rounds); then the `fault_tolerance()`
 settings apply as for training runners: it is restarted (`on_env_runners_recreated` fires with
 `is_evaluation=True`), left out, or its error is raised. A round without any healthy runner is
 skipped and says so.
@@ -33,6 +34,7 @@ skipped and says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -83,7 +85,7 @@ class Evaluator:
     def run(self, stop: threading.Event | None = None) -> dict:
         """One evaluation round; returns `{"env_runners": {...}}` (plus `"skipped"` or
         `"env_runner_failures"` when runners were lost). `stop` ends an "auto" round."""
-        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
+        ids, failed = self._round_runners()
         replies: list = []
         if not self.group.num_remote_workers():
             local = getattr(local_runner_of(self.group), self._sample)
@@ -91,12 +93,10 @@ class Evaluator:
                 self._metrics_of(0, local(**request))
                 for request in self._fixed_requests([0]).values()
             ]
-        else:
-            ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
-            if ids and self.config.evaluation_duration == "auto":
-                replies = self._sample_auto(ids, stop, failed)
-            elif ids:
-                replies = self._sample_fixed(self._fixed_requests(ids), failed)
+        elif ids and self.config.evaluation_duration == "auto":
+            replies = self._sample_auto(ids, stop, failed)
+        elif ids:
+            replies = self._sample_fixed(self._fixed_requests(ids), failed)
         return self._results(replies, failed)
 
     def begin(self) -> Callable[[], dict]:
@@ -106,8 +106,7 @@ class Evaluator:
         the previous such round: doubled if every runner had answered by collection time,
         halved if one had not, within `evaluation_auto_duration_min/max_env_steps_per_sample`
         (episodes: 1 to 16 per runner)."""
-        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
-        ids = [i for i in self.group.healthy_env_runner_ids() if i not in failed]
+        ids, failed = self._round_runners()
         if not self.group.num_remote_workers() or not ids:
             return lambda: self.run()
         if self.config.evaluation_duration == "auto":
@@ -122,6 +121,15 @@ class Evaluator:
             return self._results(self._gather_replies(sent, failed), failed)
 
         return collect
+
+    def _round_runners(self) -> tuple[list[int], dict[int, Any]]:
+        """The runners to send the round's requests to, and those found dead while idle (the
+        round's first failures). The healthy ones are listed first: a runner that dies between
+        the two looks is then among the dead ones, not silently missing from both (one that
+        dies later fails its request)."""
+        ids = self.group.healthy_env_runner_ids()
+        failed: dict[int, Any] = {e.worker_index: e for e in self.group.collect_exited()}
+        return [i for i in ids if i not in failed], failed
 
     def _metrics_of(self, index: int, reply: Any) -> dict:
         """Runner `index`'s metrics from its reply, its episodes recorded where they came."""
@@ -139,12 +147,17 @@ class Evaluator:
             self.metrics.aggregate(list(replies), key=ENV_RUNNER_RESULTS)
         results = self.metrics.compile()
         add_episode_defaults(results.setdefault(ENV_RUNNER_RESULTS, {}))
-        if failed:
-            results["env_runner_failures"] = [str(failed[i]) for i in sorted(failed)]
-            try:
-                results["env_runners_restarted"] = self.group.handle_failures(failed)
-            except NoHealthyEnvRunners:
-                pass  # reported as skipped below; training goes on
+        try:
+            self.group.handle_failures(failed)
+        except NoHealthyEnvRunners:
+            pass  # reported as skipped below; training goes on
+        # Every failure since the last round's report, the group's record of them: the
+        # round's own, and those the weight sync or probe that started the round handled
+        # (a runner killed as the round starts fails there, and may be restarted already).
+        failures, restarted = self.group.take_failure_report()
+        if failures:
+            results["env_runner_failures"] = [failures[i] for i in sorted(failures)]
+            results["env_runners_restarted"] = restarted
         if self.group.num_remote_workers() and not replies:
             results["skipped"] = (
                 "no healthy evaluation EnvRunner is left"
@@ -525,13 +538,16 @@ class EvaluationRounds:
         algorithm._callbacks.fire(
             "on_evaluate_start", algorithm=algorithm, metrics_logger=algorithm.metrics
         )
-        group = self.group
-        if group is not None:
-            # A round is an iteration of the evaluation runners: those left out in the last
-            # one come back now (restarted at most once per round, as training runners).
-            group.begin_iteration()
+        group = self._built_evaluator().group
+        # A round is an iteration of the evaluation runners: those left out in the last one
+        # come back now (restarted at most once per round, as training runners). A runner
+        # that fails here is handled and reported with the round (`Evaluator._results`);
+        # with none left, the round is skipped and says so instead of raising.
+        group.begin_iteration()
+        with contextlib.suppress(NoHealthyEnvRunners):
             algorithm.restore_env_runners(group)
-        self.sync()
+        with contextlib.suppress(NoHealthyEnvRunners):
+            self.sync()
 
     def sync(self) -> None:
         """The learner's weights, the env steps so far and the training runners' merged

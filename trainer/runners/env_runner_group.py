@@ -356,6 +356,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
+        #: Each runner's latest failure (its text) and the runners restarted, since the last
+        #: `take_failure_report()`: kept across iterations, so a failure noticed outside a
+        #: round (by the weight sync at its start, a probe, a call between rounds) is still in
+        #: the next round's report (an evaluation round reports its runners' failures).
+        self._unreported_failures: dict[int, str] = {}
+        self._unreported_restarts: set[int] = set()
 
     def _start_remote_runners(self, num: int) -> tuple[dict[int, Any], dict[int, Failure]]:
         """Starts remote runners 1..`num` and returns their replies and failures (by index);
@@ -567,6 +573,15 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """Runners that ended while idle (killed, crashed) since the last look, as failures."""
         return self.pool.collect_exited()
 
+    def take_failure_report(self) -> tuple[dict[int, str], list[int]]:
+        """The failures `handle_failures` handled since the last call (each runner's latest, as
+        text, by index) and the runners restarted since then; forgets both. Whoever reports
+        failures per round (the evaluation rounds) reads them here, wherever they were
+        noticed: in the round's own requests, or in the weight sync or probe that started it."""
+        failures, self._unreported_failures = self._unreported_failures, {}
+        restarted, self._unreported_restarts = sorted(self._unreported_restarts), set()
+        return failures, restarted
+
     # -- failures and restarts ---------------------------------------------------------------
     def handle_failures(self, failures: dict[int, Failure]) -> list[int]:
         """Applies `fault_tolerance()` to runners that just failed (`restart_policy.decide`):
@@ -587,6 +602,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             # keep the error's traceback, and through it this group, alive.
             text = str(error)
             headline = _headline(text) if text else repr(error)
+            self._unreported_failures[index] = text or repr(error)
             self.iteration_failures.append(headline)
             self.last_failure = error
             previous = self._repeats.get(index, restart_policy.Repeats())
@@ -670,6 +686,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             state_timeout=self.config.env_runner_restore_timeout_s,
         )
         restarted = [index for index in indices if index not in failed]
+        self._unreported_restarts.update(restarted)
         if restarted:
             logger.warning(
                 "restarted EnvRunner%s %s",
