@@ -2,7 +2,13 @@
 # (the newest ray-project/ray copy in the index this project can read; the calls it makes are
 # RLlib 2.60's API).
 #
-# No changes besides the imports.
+# Changes besides the imports:
+# - `_build_config` seeds the config (`.debugging(seed=0)`). Unseeded, `test_sample_timesteps`
+#   fails whenever the first episode ends within its first 10 steps (then the next episode
+#   starts at t=0 or 1, and the sum of `env_t` is not 210): RLlib 2.60's own test fails so in
+#   about 1 of 700 runs there (3 of 2100) and 1 of 350 here (8 of 2800), the same assertion
+#   and the same two cases (the difference is the random initial weights). Seeded, every
+#   run samples the same episodes, and they pass.
 import unittest
 
 from trainer import named_objects as ray  # was: import ray
@@ -133,6 +139,7 @@ class TestMultiAgentEnvRunner(unittest.TestCase):
                     )
                 ),
             )
+            .debugging(seed=0)  # was: (unseeded)
         )
 
         return config
