@@ -78,7 +78,7 @@ ALLOWED: dict[str, str] = {
     "DefaultTQCTorchRLModule shares SAC's catalog and encoders)",
     "trainer/algorithms/tqc/state_conversion.py": "TQC's parameter names map as SAC's",
     "trainer/algorithms/tqc/presets.py": "TQC's MountainCarContinuous preset is SAC's there "
-    "(rl-zoo's TQC entry is its SAC entry) with another entropy coefficient",
+    "(rl-zoo's TQC entry is its SAC entry) with another entropy coefficient, gamma and buffer",
     "trainer/algorithms/impala/config.py": "RLlib's IMPALA trains PPO's default module "
     "(DefaultPPOTorchRLModule; here its numpy twin, PolicyModule)",
     "trainer/algorithms/appo/config.py": "RLlib's APPOConfig subclasses IMPALAConfig",
