@@ -364,6 +364,40 @@ def test_step_failed_recreate_env_error_recreates_the_sub_env_quietly(caplog):
     assert any("asked to be re-created" in r.getMessage() for r in caplog.records)
 
 
+def _die_in_runner_1(env_runner):
+    if env_runner.worker_index == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return env_runner.worker_index
+
+
+def _raise_in_runner_1(env_runner):
+    if env_runner.worker_index == 1:
+        raise RuntimeError("broken between iterations")
+    return env_runner.worker_index
+
+
+@pytest.mark.parametrize(
+    "func, failure",
+    [(_die_in_runner_1, "killed by signal SIGKILL"), (_raise_in_runner_1, "broken between")],
+)
+def test_a_training_runner_failure_between_train_calls_is_in_the_next_result(func, failure):
+    """A failure that a call between iterations handles (a foreach_env_runner call here; a
+    weight sync, get_state() or a checkpoint save alike) was dropped when the next iteration
+    started: the next result lists it and the restart, once."""
+    with small_ppo(2).build() as algo:
+        algo.train()
+        group = algo.env_runner_group
+        assert group.foreach_env_runner(func, local_env_runner=False) == [2]
+        tolerance = algo.train()["fault_tolerance"]
+        (reported,) = tolerance["failures_this_iteration"]
+        assert "EnvRunner 1 " in reported and failure in reported
+        assert tolerance["env_runners_restarted"] == [1]
+        tolerance = algo.train()["fault_tolerance"]
+        assert tolerance["failures_this_iteration"] == []
+        assert tolerance["env_runners_restarted"] == []
+        assert tolerance["num_remote_worker_restarts"] == 1
+
+
 @pytest.mark.slow
 def test_evaluation_runners_fail_and_recover():
     """The next round reports an evaluation runner killed between rounds (its process ended:

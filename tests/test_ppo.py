@@ -117,6 +117,7 @@ def test_results_have_rllibs_keys():
         "num_remote_worker_restarts": 0,
         "num_waiting_workers": 0,
         "failures_this_iteration": [],
+        "env_runners_restarted": [],
         "num_failures": {"crashed": 0, "timeout": 0, "exception": 0, "callback": 0},
         "num_env_steps_lost": 0,
         "num_sub_environment_restarts": 0,

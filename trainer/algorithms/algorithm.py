@@ -1424,6 +1424,11 @@ class Algorithm(OldAlgorithmNames):
         env_runners = add_episode_defaults(result.setdefault(ENV_RUNNER_RESULTS, {}))
         env_runners.update(current)
         group = self.env_runner_group
+        # The failures and restarts since the last result: this iteration's, and those that a
+        # call between train() calls handled (foreach_env_runner, a weight sync, get_state(),
+        # a checkpoint save), which the iteration's own list (`iteration_failures`, reset when
+        # it starts, for the streak of failed iterations) no longer holds.
+        report = group.take_failure_report()
         result.update(
             {
                 TRAINING_ITERATION: self.iteration,
@@ -1436,9 +1441,11 @@ class Algorithm(OldAlgorithmNames):
                 "fault_tolerance": {
                     "num_healthy_workers": group.num_healthy_remote_workers(),
                     "num_remote_worker_restarts": group.num_remote_worker_restarts(),
-                    # Runners left out until the next iteration, and this one's failures.
+                    # Runners left out until the next iteration, and the failures and
+                    # restarts since the last result.
                     "num_waiting_workers": group.num_waiting_env_runners(),
-                    "failures_this_iteration": list(group.iteration_failures),
+                    "failures_this_iteration": report.headlines,
+                    "env_runners_restarted": report.restarted,
                     "num_failures": {
                         kind: group.failures_by_kind.get(kind, 0)
                         for kind in ("crashed", "timeout", "exception", "callback")

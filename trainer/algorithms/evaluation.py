@@ -38,6 +38,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from trainer.algorithms.checkpointing import runner_states
@@ -154,10 +155,10 @@ class Evaluator:
         # Every failure since the last round's report, the group's record of them: the
         # round's own, and those the weight sync or probe that started the round handled
         # (a runner killed as the round starts fails there, and may be restarted already).
-        failures, restarted = self.group.take_failure_report()
-        if failures:
-            results["env_runner_failures"] = [failures[i] for i in sorted(failures)]
-            results["env_runners_restarted"] = restarted
+        report = self.group.take_failure_report()
+        if report.failures:
+            results["env_runner_failures"] = [report.failures[i] for i in sorted(report.failures)]
+            results["env_runners_restarted"] = report.restarted
         if self.group.num_remote_workers() and not replies:
             results["skipped"] = (
                 "no healthy evaluation EnvRunner is left"
@@ -285,12 +286,16 @@ class ThreadlessEvaluation:
     """A parallel evaluation round without a thread: its requests are out before the training
     step starts, `finish()` reads the replies after it (`Evaluator.begin`)."""
 
-    def __init__(self, collect: Callable[[], dict], learner_threads: int):
+    def __init__(
+        self, collect: Callable[[], dict], learner_threads: int, foreground: Callable[[], None]
+    ):
         self._collect = collect
+        self._foreground = foreground
         self._restore_blas_threads = limit_blas_threads(learner_threads)
 
     def finish(self) -> dict:
         self._restore_blas_threads()
+        self._foreground()  # the algorithm now waits on the round's runners
         return self._collect()
 
 
@@ -326,9 +331,14 @@ class ParallelEvaluation:
     runs, the main process's BLAS pools are capped at `learner_threads`."""
 
     def __init__(
-        self, run: Callable[[threading.Event], dict], timeout_s: float, learner_threads: int
+        self,
+        run: Callable[[threading.Event], dict],
+        timeout_s: float,
+        learner_threads: int,
+        foreground: Callable[[], None],
     ):
         self._run_round = run
+        self._foreground = foreground
         self._timeout_s = timeout_s
         self._stop = threading.Event()
         self._result: dict | None = None
@@ -347,6 +357,7 @@ class ParallelEvaluation:
         """Ends an "auto" round, waits for the round's last replies, returns its results."""
         self._stop.set()
         self._restore_blas_threads()
+        self._foreground()  # the algorithm now waits on the round's runners
         # Every read in the round has its own timeout; this bound is a last resort.
         self._thread.join(timeout=self._timeout_s)
         if self._thread.is_alive():
@@ -467,7 +478,14 @@ class EvaluationRounds:
         ):
             return self._evaluate_on_training_runner()
         self._begin()
+        self._set_background(False)  # the algorithm waits on the round
         return self._end(self._run())
+
+    def _set_background(self, background: bool) -> None:
+        """The evaluation runners in the background (a round beside a training step) or at
+        normal priority (a round the algorithm waits on): `EnvRunnerGroup.set_background`."""
+        if self.evaluator is not None:
+            self.evaluator.group.set_background(background)
 
     def _require_env(self) -> None:
         """An offline algorithm built without an env (`learns_without_env`) has none to
@@ -505,17 +523,22 @@ class EvaluationRounds:
         config = self.config
         if not (self.due(iteration) and config.evaluation_parallel_to_training):
             return None
+        self._set_background(True)  # the training step runs beside the round
         self._begin()
         learner_threads = learner_blas_threads(config.evaluation_num_env_runners)
+        foreground = partial(self._set_background, False)
         if (
             config._evaluation_parallel_to_training_wo_thread
             and config.custom_evaluation_function is None
         ):
-            return ThreadlessEvaluation(self._built_evaluator().begin(), learner_threads)
+            return ThreadlessEvaluation(
+                self._built_evaluator().begin(), learner_threads, foreground
+            )
         return ParallelEvaluation(
             self._run,
             timeout_s=4 * config.evaluation_sample_timeout_s,
             learner_threads=learner_threads,
+            foreground=foreground,
         )
 
     def finish(self, parallel_round: ParallelEvaluation | ThreadlessEvaluation) -> dict:

@@ -33,7 +33,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import cloudpickle
 
@@ -70,6 +70,20 @@ logger = logging.getLogger("trainer")
 
 #: Longest wait for a worker process to start (import, build its env, answer).
 STARTUP_TIMEOUT_S = 120.0
+
+
+class FailureReport(NamedTuple):
+    """What `EnvRunnerGroup.take_failure_report()` returns: the failures and restarts since
+    the previous report, wherever they were handled (in an iteration or round, or in a call
+    between them), so that each is reported once."""
+
+    #: Each failed runner's latest failure, as text, by index.
+    failures: dict[int, str]
+    #: The runners restarted, in index order.
+    restarted: list[int]
+    #: The first line of every failure, in the order they were handled (a runner that failed
+    #: twice is there twice).
+    headlines: list[str]
 
 
 def failure_kind(error: BaseException) -> str:
@@ -345,7 +359,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self._restarted_this_iteration: set[int] = set()
         #: Per runner: its last failure and the iterations in a row it failed that way.
         self._repeats: dict[int, restart_policy.Repeats] = {}
-        #: The failures of this iteration, as text (`result["fault_tolerance"]`).
+        #: The failures of this iteration, as text: whether it failed, for the streak of
+        #: failed iterations (`result["fault_tolerance"]` reports `take_failure_report()`).
         self.iteration_failures: list[str] = []
         #: The latest failure of this iteration, the error itself: what `train()` raises when
         #: the failure turns out deterministic (`restart_policy.gives_up`).
@@ -356,12 +371,16 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         self.failures_by_kind: Counter[str] = Counter()
         #: Env steps of failed sample requests (the most they could have held).
         self.num_env_steps_lost = 0
-        #: Each runner's latest failure (its text) and the runners restarted, since the last
-        #: `take_failure_report()`: kept across iterations, so a failure noticed outside a
-        #: round (by the weight sync at its start, a probe, a call between rounds) is still in
-        #: the next round's report (an evaluation round reports its runners' failures).
+        #: Each runner's latest failure (its text), every failure's headline and the runners
+        #: restarted, since the last `take_failure_report()`: kept across iterations, so a
+        #: failure noticed outside an iteration or round (by the weight sync at its start, a
+        #: probe, a `foreach_env_runner` call, a checkpoint between them) is still in the next
+        #: one's report (a train() result, an evaluation round).
         self._unreported_failures: dict[int, str] = {}
+        self._unreported_headlines: list[str] = []
         self._unreported_restarts: set[int] = set()
+        #: Set by `set_background` (None until then: see `background`).
+        self._background: bool | None = None
 
     def _start_remote_runners(self, num: int) -> tuple[dict[int, Any], dict[int, Failure]]:
         """Starts remote runners 1..`num` and returns their replies and failures (by index);
@@ -456,11 +475,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         parallel; then `state_for(index)` and a ping to each.
         Returns the init replies and the failures. The init replies must come within
         `timeout`, the state's and ping's within `state_timeout` more."""
-        # Evaluation runners in parallel to training run in the background: they take the
-        # cycles the training processes leave idle instead of slowing training. A sequential
-        # round's runners run at normal priority: training waits for them, and in the idle
-        # class any other busy process on the machine would starve them.
-        background = bool(self.config.in_evaluation and self.config.evaluation_parallel_to_training)
+        background = self.background
         sent: list[int] = []
         failures: dict[int, Failure] = {}
 
@@ -550,6 +565,26 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             if not handle.healthy and self._restarts[index] < budget
         ]
 
+    @property
+    def background(self) -> bool:
+        """Whether the remote runners run in the background (see `set_background`); until
+        it is first called: evaluation runners in parallel to training do."""
+        if self._background is None:
+            config = self.config
+            return bool(config.in_evaluation and config.evaluation_parallel_to_training)
+        return self._background
+
+    def set_background(self, background: bool) -> None:
+        """Evaluation runners run in the background while a training step runs beside them:
+        they take the cycles the training processes leave idle instead of slowing training.
+        Whenever the algorithm waits on them (the end of a parallel round, `evaluate()`)
+        they run at normal priority: there, in the idle class, any other busy process on the
+        machine would starve them. Runners started later (restarts) follow the latest call."""
+        self._background = background
+        for _, handle in self.pool.items():
+            if handle.is_alive():
+                handle.set_background(background)
+
     def begin_iteration(self) -> None:
         """A new iteration (of `train()`, or an evaluation round) starts: each runner may be
         restarted once more in it."""
@@ -573,14 +608,20 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         """Runners that ended while idle (killed, crashed) since the last look, as failures."""
         return self.pool.collect_exited()
 
-    def take_failure_report(self) -> tuple[dict[int, str], list[int]]:
-        """The failures `handle_failures` handled since the last call (each runner's latest, as
-        text, by index) and the runners restarted since then; forgets both. Whoever reports
-        failures per round (the evaluation rounds) reads them here, wherever they were
-        noticed: in the round's own requests, or in the weight sync or probe that started it."""
-        failures, self._unreported_failures = self._unreported_failures, {}
-        restarted, self._unreported_restarts = sorted(self._unreported_restarts), set()
-        return failures, restarted
+    def take_failure_report(self) -> FailureReport:
+        """The failures `handle_failures` handled and the runners restarted since the last
+        call; forgets them. Whoever reports failures per iteration or round (train()'s result,
+        the evaluation rounds) reads them here, wherever they were noticed: in the iteration's
+        or round's own requests, in the weight sync or probe that started it, or in a call
+        made between two of them (`begin_iteration` does not clear this record)."""
+        report = FailureReport(
+            self._unreported_failures,
+            sorted(self._unreported_restarts),
+            self._unreported_headlines,
+        )
+        self._unreported_failures, self._unreported_headlines = {}, []
+        self._unreported_restarts = set()
+        return report
 
     # -- failures and restarts ---------------------------------------------------------------
     def handle_failures(self, failures: dict[int, Failure]) -> list[int]:
@@ -603,6 +644,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             text = str(error)
             headline = _headline(text) if text else repr(error)
             self._unreported_failures[index] = text or repr(error)
+            self._unreported_headlines.append(headline)
             self.iteration_failures.append(headline)
             self.last_failure = error
             previous = self._repeats.get(index, restart_policy.Repeats())

@@ -65,6 +65,11 @@ class RunnerHandle(ABC):
         `EnvRunnerCrashed` (beyond `exitcode()`), or ""."""
         return ""
 
+    def set_background(self, background: bool) -> None:
+        """Runs the runner in the background (on cycles other processes leave idle) or at
+        normal priority again; a backend without priorities ignores it."""
+        del background
+
     @abstractmethod
     def kill(self) -> None:
         """Ends the runner at once; it is no longer healthy."""
