@@ -459,6 +459,7 @@ def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back()
         # starved by other busy processes (then in the idle class again for the next round).
         pids = algo.eval_env_runner_group.remote_pids().values()
         assert [os.sched_getscheduler(pid) for pid in pids] == [os.SCHED_OTHER]
+        assert [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids] == [0]
         algo.train()
     finally:
         algo.stop()

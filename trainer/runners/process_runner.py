@@ -99,11 +99,7 @@ def _run_in_foreground(pid: int) -> None:
         if os.getpriority(os.PRIO_PROCESS, pid) > 0:
             os.setpriority(os.PRIO_PROCESS, pid, 0)
     except OSError:
-        pass
-    try:
-        os.setpriority(os.PRIO_PROCESS, pid, BACKGROUND_NICENESS)
-    except OSError:
-        pass  # not allowed either: the runner runs at normal priority
+        pass  # not allowed: it stays at niceness 10
 
 
 def _end_worker(process: subprocess.Popen | AdoptedChild, stack_fd: int) -> None:
