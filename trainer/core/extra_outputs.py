@@ -21,10 +21,7 @@ from typing import Any
 import numpy as np
 
 from trainer.compat.rllib_utils import Columns
-
-#: WEIGHTS_SEQ_NO's key (`trainer.env.episode`, not imported here: the env layer imports this
-#: one's users).
-_WEIGHTS_SEQ_NO = "weights_seq_no"
+from trainer.metrics import WEIGHTS_SEQ_NO
 
 #: The outputs the EnvRunners record on their own paths (the action draw's, a recurrent
 #: module's state) or, as RLlib, not as model outputs at all (the actions).
@@ -41,7 +38,7 @@ RECORDED_APART = frozenset(
 #: The extra model outputs a train batch does not take: the recurrent states (RLlib's learner
 #: pipeline leaves them out too; the sequences' states in come from `Columns.STATE_OUT`), and
 #: the weights' sequence number, which only the finished chunks carry here.
-NOT_IN_TRAIN_BATCH = frozenset({Columns.STATE_IN, Columns.STATE_OUT, _WEIGHTS_SEQ_NO})
+NOT_IN_TRAIN_BATCH = frozenset({Columns.STATE_IN, Columns.STATE_OUT, WEIGHTS_SEQ_NO})
 
 
 def extra_outputs(

@@ -6,8 +6,9 @@ into preallocated arrays, one per field, indexed `[row, sub_env]`:
     row 0          the observations the call starts from (the vector env's last ones)
     row k >= 1     the k-th vector step: the observation it returned, and the action, reward,
                    model outputs (`action_logp`, `action_dist_inputs`, and any other a user's
-                   module returns, `extras`) that led to it, plus that step's infos (the terminated / truncated flags are read as they come:
-                   an episode keeps only its last ones)
+                   module returns, `extras`) that led to it, plus that step's infos (the
+                   terminated / truncated flags are read as they come: an episode keeps only
+                   its last ones)
 
 A sub-env's episode (or the chunk of it sampled in this call) is a run of rows `first..last` of
 its column: observations `first..last`, steps `first + 1..last`. `episode_columns` hands them
