@@ -27,6 +27,11 @@ os.environ.setdefault("LOCALRL_EXAMPLE_TRIALS", "in-process")
 # on this machine, which may be the other xdist worker's: each starts a Ray of its own instead.
 # A test that joins a given Ray passes its address, which goes before this.
 os.environ.setdefault("RAY_ADDRESS", "local")
+# Ray starts its worker processes (the actors) at niceness 15, its default `worker_niceness`:
+# beside other work at niceness 0 (the other xdist worker, a busy machine) they get about 3 % of
+# a core, and a Ray test crawls for minutes where it takes seconds. The suite's Rays start their
+# workers at the tests' own priority; a test that joins a running Ray gets that Ray's setting.
+os.environ.setdefault("RAY_worker_niceness", "0")
 # The tests press Ctrl-C in the processes they start (SIGINT), as a terminal does. A suite
 # started as a background job of a non-interactive shell inherits SIGINT ignored, and an ignored
 # signal stays ignored in every child (Python then installs no KeyboardInterrupt handler): a
