@@ -103,6 +103,14 @@ def build_train_batch(
     next_values = np.concatenate(next_value_chunks)
     rewards = np.concatenate(reward_chunks)
     chunk_end = np.concatenate(end_chunks)
+    # RLlib's columns of the chunks' ends: the last step of a terminated episode is terminated;
+    # every other chunk's last step is truncated (a time limit, or cut for the batch: its value
+    # is bootstrapped), as RLlib's learner pipeline marks it.
+    chunk_terminated = np.repeat(
+        [ep.is_terminated for ep in episodes], [len(ep) for ep in episodes]
+    )
+    terminateds = chunk_end & chunk_terminated
+    truncateds = chunk_end & ~chunk_terminated
     # TD residuals, then the exponentially weighted sum of them, restarted at each chunk end.
     deltas = rewards + cfg.gamma * next_values - values
     decay = cfg.gamma * (cfg.lambda_ if cfg.use_gae else 1.0)
@@ -120,6 +128,9 @@ def build_train_batch(
     batch = {
         "obs": tree_concat(obs_chunks),
         "actions": np.concatenate([ep.get_actions() for ep in episodes]),
+        Columns.REWARDS: rewards,
+        Columns.TERMINATEDS: terminateds,
+        Columns.TRUNCATEDS: truncateds,
         "action_logp": np.concatenate(
             [ep.get_extra_model_outputs("action_logp") for ep in episodes]
         ).astype(np.float32),
