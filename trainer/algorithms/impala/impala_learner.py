@@ -21,13 +21,15 @@ observation where it was cut, as V-trace does at the end of a rollout fragment
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from trainer.algorithms.impala.loss import numpy_loss, numpy_loss_gradients
 from trainer.algorithms.impala.vtrace import VTraceReturns, vtrace
+from trainer.compat.rllib_utils import Columns
+from trainer.core.extra_outputs import extra_output_columns
 from trainer.core.learner import DEFAULT_OPTIMIZER_LR_KEY, NumpyLearner, UpdateResults
 from trainer.core.models import SpaceInfo
 from trainer.core.nn import LossTerms
@@ -59,7 +61,14 @@ class TrajectoryBatch:
     """Episode chunks as rows: `obs` holds every chunk's observations, its last one (the
     bootstrap observation) included; `is_step` marks the rows that are steps (all but each
     chunk's last observation). The per-step arrays (`actions`, `rewards`, `behaviour_logp`,
-    `terminated`, `chunk_end`) have one entry per step."""
+    `terminated`, `chunk_end`, each of `extra_model_outputs`) have one entry per step.
+
+    `extra_model_outputs` holds the episodes' other extra model outputs by key (a user
+    module's "my_value": every key `extra_output_columns` gives but the action draw's
+    `action_logp`, here `behaviour_logp`, and `action_dist_inputs`), as RLlib's
+    `AddColumnsFromEpisodesToTrainBatch` adds them to the train batch: the torch learners
+    give them to the loss laid out as the observations (torch_learner.py's
+    `extra_output_rows`); the numpy learners' losses do not read them."""
 
     obs: Any
     is_step: np.ndarray
@@ -68,10 +77,17 @@ class TrajectoryBatch:
     behaviour_logp: np.ndarray
     terminated: np.ndarray
     chunk_end: np.ndarray
+    extra_model_outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def num_steps(self) -> int:
         return len(self.rewards)
+
+
+#: The action draw's extra model outputs, which a `TrajectoryBatch` does not take as extra
+#: columns: `action_logp` is its `behaviour_logp`, and its losses read no `action_dist_inputs`
+#: (APPO's old policy is the target network's).
+IN_TRAJECTORY_BATCH = frozenset({Columns.ACTION_LOGP, Columns.ACTION_DIST_INPUTS})
 
 
 def trajectory_batch(episodes: list[SingleAgentEpisode], preprocess: Any) -> TrajectoryBatch:
@@ -100,6 +116,7 @@ def trajectory_batch(episodes: list[SingleAgentEpisode], preprocess: Any) -> Tra
         ),
         terminated=np.concatenate(terminated),
         chunk_end=np.concatenate(chunk_end),
+        extra_model_outputs=extra_output_columns(episodes, skip=IN_TRAJECTORY_BATCH),
     )
 
 
@@ -180,6 +197,7 @@ def take_steps(batch: TrajectoryBatch, ranges: list[tuple[int, int]]) -> Traject
         behaviour_logp=batch.behaviour_logp[steps],
         terminated=batch.terminated[steps],
         chunk_end=chunk_end,
+        extra_model_outputs={key: value[steps] for key, value in batch.extra_model_outputs.items()},
     )
 
 

@@ -11,6 +11,11 @@ batch's rows, and the loss goes on as for any module. Minibatches (`minibatch_si
 `num_epochs`) are cut as the numpy learner cuts them (impala_learner.py); a recurrent module's
 pieces of chunks become sequences of their own, each starting from the state recorded before
 its first row.
+
+The episodes' other extra model outputs (a user module's "my_value", RLlib's
+`AddColumnsFromEpisodesToTrainBatch`) are columns of the batch `compute_loss_for_module` gets,
+laid out as its observations, a recurrent module's padded into its sequences
+(`extra_output_rows`).
 """
 
 from __future__ import annotations
@@ -71,6 +76,38 @@ class SequenceTrajectoryBatch(TrajectoryBatch):
     #: The state before each row of `obs` (each leaf `(rows, ...)`): the state a sequence
     #: that starts at that row starts from (minibatches cut chunks into new sequences).
     row_state_in: Any = None
+
+
+def extra_output_rows(batch: TrajectoryBatch) -> dict[str, np.ndarray]:
+    """The batch's extra model outputs (one per step) laid out as its observations, so that a
+    user's loss reads them row by row beside `batch[Columns.OBS]`: one row per row of the
+    batch, a step's row (`IS_STEP`) holding that step's output.
+
+    A bootstrap row (a chunk's last observation, or the observation after a minibatch's piece
+    of a chunk, `take_steps`) holds no step, and the loss never reads it as one: it repeats
+    the output of the step before it, as RLlib's `AddOneTsToEpisodesAndTruncate` repeats the
+    last extra model outputs into the timestep it adds for bootstrapping (which its loss mask
+    leaves out). A user's loss takes the steps' rows with `batch[IS_STEP]`, as the built-in
+    losses do.
+
+    Of a recurrent module's batch (`SequenceTrajectoryBatch`) the rows are zero-padded into
+    its sequences, `(S, max_seq_len, ...)` as its observations: `ROW_MASK` is True on the
+    real rows, which are the rows above in order (so `column[ROW_MASK][IS_STEP]` are the
+    steps' outputs)."""
+    if not batch.extra_model_outputs:
+        return {}
+    # Each row's step: its own, or (a bootstrap row) the one before it.
+    step_of_row = np.maximum(np.cumsum(batch.is_step) - 1, 0)
+    rows = {key: value[step_of_row] for key, value in batch.extra_model_outputs.items()}
+    if not isinstance(batch, SequenceTrajectoryBatch):
+        return rows
+    mask = np.asarray(batch.row_mask)
+    padded = {}
+    for key, value in rows.items():
+        column = np.zeros(mask.shape + value.shape[1:], dtype=value.dtype)
+        column[mask] = value
+        padded[key] = column
+    return padded
 
 
 class IMPALATorchLearner(TorchLearner):
@@ -173,6 +210,13 @@ class IMPALATorchLearner(TorchLearner):
 
     @staticmethod
     def columns(batch: TrajectoryBatch) -> dict[str, Any]:
+        """The tensor batch `compute_loss_for_module` gets (as numpy): the batch's rows
+        (`Columns.OBS`, a recurrent module's as sequences with `Columns.STATE_IN`,
+        `Columns.SEQ_LENS` and `ROW_MASK`), the per-step columns (`Columns.ACTIONS`,
+        `REWARDS`, `BEHAVIOUR_LOGP`, `TERMINATED`, `CHUNK_END`), `IS_STEP` by row, and the
+        episodes' extra model outputs (a user module's "my_value") laid out as the
+        observations (`extra_output_rows`). An extra output named as one of the batch's own
+        columns is left out (the batch's column stays), as in PPO's batch."""
         columns = {
             Columns.OBS: batch.obs,
             Columns.ACTIONS: batch.actions,
@@ -187,6 +231,8 @@ class IMPALATorchLearner(TorchLearner):
             columns[Columns.STATE_IN] = batch.state_in
             columns[Columns.SEQ_LENS] = batch.seq_lens
             columns[ROW_MASK] = batch.row_mask
+        for key, value in extra_output_rows(batch).items():
+            columns.setdefault(key, value)
         return columns
 
     # -- the forward pass's terms ----------------------------------------------------------
