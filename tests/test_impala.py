@@ -25,7 +25,12 @@ from trainer.algorithms.appo import APPOConfig
 from trainer.algorithms.appo.appo_learner import APPOLearner
 from trainer.algorithms.impala import IMPALAConfig
 from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
-from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer, TrainBatch
+from trainer.algorithms.impala.learner_thread import (
+    BatchQueue,
+    CircularBuffer,
+    LearnerThread,
+    TrainBatch,
+)
 from trainer.algorithms.impala.vtrace import vtrace
 from trainer.core.models import SpaceInfo
 from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
@@ -234,6 +239,44 @@ def test_the_circular_buffer_hands_each_batch_out_k_times_and_drops_the_oldest()
     assert sorted(buffer.get(0.0).env_steps for _ in range(6)) == [2, 2, 2, 3, 3, 3]
 
 
+def test_pause_returns_once_the_results_of_the_update_it_waited_for_can_be_taken():
+    """The driver takes the thread's results right after pause() (the iteration's last): the
+    update pause() waited for is among them, however late the thread gets to store them (here
+    0.2 s late)."""
+    started = threading.Event()
+
+    def update(batch):
+        started.set()
+        time.sleep(0.05)
+        return {"env_steps": batch.env_steps}
+
+    class LateForTheThread:  # the results' lock, taken 0.2 s late by the learner thread
+        def __init__(self):
+            self._lock = threading.Lock()
+
+        def __enter__(self):
+            if threading.current_thread() is thread:
+                time.sleep(0.2)
+            self._lock.acquire()
+
+        def __exit__(self, *exc_info):
+            self._lock.release()
+
+    queue = BatchQueue(1)
+    thread = LearnerThread(update, queue)
+    thread._results_lock = LateForTheThread()
+    thread.start()
+    try:
+        thread.resume()
+        assert queue.put(_batch(7), timeout=0.0)
+        assert started.wait(10.0)
+        thread.pause()
+        assert thread.take_results() == [{"env_steps": 7}]
+        assert thread.num_updates == 1
+    finally:
+        thread.stop()
+
+
 # -- settings ------------------------------------------------------------------------------------
 def test_defaults_are_rllibs():
     impala, appo = IMPALAConfig(), APPOConfig()
@@ -362,17 +405,16 @@ def test_starts_learning_cartpole_while_the_env_runners_sample(
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_a_checkpoint_restores_the_learner_and_its_target_network(framework, tmp_path):
-    config = _cartpole(APPOConfig, use_kl_loss=True).reporting(min_time_s_per_iteration=0.2)
+    # Asynchronous: an iteration may end before the learner thread's first update (a loaded
+    # machine); min_train_timesteps_per_iteration has each train() wait for one (the restored
+    # algorithm's too: its config comes with the checkpoint).
+    config = _cartpole(APPOConfig, use_kl_loss=True).reporting(
+        min_time_s_per_iteration=0.2, min_train_timesteps_per_iteration=1
+    )
     config.framework(framework)
     algo = config.build()
     try:
-        # Asynchronous: an iteration may end before the learner thread's first update (a loaded
-        # machine); train until one has been made.
-        for _ in range(100):
-            algo.train()
-            saved = algo.get_state(components="learner")["learner"]
-            if saved["num_env_steps_trained"] > 0:
-                break
+        algo.train()
         path = algo.save_to_path(str(tmp_path / "ckpt"))
         saved = algo.get_state(components="learner")["learner"]
         restored = Algorithm.from_checkpoint(path)
@@ -384,10 +426,10 @@ def test_a_checkpoint_restores_the_learner_and_its_target_network(framework, tmp
                     np.testing.assert_array_equal(state[part][name], weights, err_msg=name)
             assert state["kl_coeff"] == saved["kl_coeff"]
             assert state["num_env_steps_trained"] == saved["num_env_steps_trained"] > 0
-            for _ in range(100):  # until the restored learner's first update is reported
-                learners = restored.train()["learners"]
-                if "default_policy" in learners:
-                    break
+            # (The checkpoint brings the learner results' keys back, without values: this
+            # iteration's count is the restored learner's own update.)
+            learners = restored.train()["learners"]
+            assert learners["__all_modules__"]["num_env_steps_trained"] > 0
             assert math.isfinite(learners["default_policy"]["total_loss"])
         finally:
             restored.stop()

@@ -489,7 +489,10 @@ _APPO_LOSSES = {
 
 
 def _compile_and_train(config, loss_keys: set[str], iterations: int = 2) -> None:
-    algo = config.reporting(min_time_s_per_iteration=0.3).debugging(seed=0).build()
+    """Each iteration waits for a learner update (asynchronous: on a loaded machine one of 0.3
+    s may end before the learner thread's first update), so its results hold the learner's."""
+    config.reporting(min_time_s_per_iteration=0.3, min_train_timesteps_per_iteration=1)
+    algo = config.debugging(seed=0).build()
     try:
         sampled = []
         for _ in range(iterations):
@@ -557,14 +560,15 @@ def test_appo_compilation(framework, training):
 def test_impala_lr_schedule(framework):
     """RLlib's `test_impala_lr_schedule`: with lr=[[0, 0.05], [100000, 1e-6]] the optimizer
     starts at 0.05 and the reported rate falls from the 1st to the 3rd result (the results
-    may lag an iteration: so 1, 3 and 5 train() calls)."""
+    may lag an iteration: so 1, 3 and 5 train() calls; each waits for a learner update, which
+    reports the rate)."""
     config = (
         IMPALAConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
         .training(lr=[[0, 0.05], [100000, 0.000001]], train_batch_size=100)
         .framework(framework)
-        .reporting(min_time_s_per_iteration=0.3)
+        .reporting(min_time_s_per_iteration=0.3, min_train_timesteps_per_iteration=1)
         .debugging(seed=0)
     )
     algo = config.build()
@@ -689,13 +693,14 @@ def test_off_policyness(config_class, num_env_runners, broadcast_interval):
     most 2.0 broadcasts behind the learner's on average (RLlib's upper limit), the weights go
     out with rising seq numbers at least every `broadcast_interval` training steps with
     updates, the learner's losses on those off-policy batches stay finite, and single actions
-    are computed at the end."""
+    are computed at the end. (Each iteration waits for a learner update, which reports the
+    losses.)"""
     config = (
         config_class()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=num_env_runners)
         .training(broadcast_interval=broadcast_interval)
-        .reporting(min_time_s_per_iteration=0.5)
+        .reporting(min_time_s_per_iteration=0.5, min_train_timesteps_per_iteration=1)
         .debugging(seed=0)
     )
     algo = config.build()
@@ -727,7 +732,8 @@ def _five_agent_appo(**training):
         .multi_agent(policies={"policy_a", "policy_b"}, policy_mapping_fn=_agents_4_to_1)
         .training(train_batch_size_per_learner=500, **training)
         .env_runners(num_env_runners=1)
-        .reporting(min_time_s_per_iteration=0.5)
+        # (each iteration waits for a learner update, whose module steps it reports)
+        .reporting(min_time_s_per_iteration=0.5, min_train_timesteps_per_iteration=1)
         .debugging(seed=0)
     )
 

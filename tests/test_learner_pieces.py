@@ -46,12 +46,14 @@ class WritesAnotherColumn(ConnectorV2):
 
 
 def asynchronous(config_class, **training):
+    """Each iteration waits for a learner update (the pieces run in the learner thread, which
+    on a loaded machine may not have taken a batch within the iteration's second)."""
     return (
         config_class()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=1, num_envs_per_env_runner=4)
         .training(lr=0.002, train_batch_size=500, **training)
-        .reporting(min_time_s_per_iteration=1)
+        .reporting(min_time_s_per_iteration=1, min_train_timesteps_per_iteration=1)
         .debugging(seed=0)
     )
 
@@ -155,7 +157,8 @@ def test_a_subclass_setup_shares_a_store_with_runner_processes_and_learner_piece
         .env_runners(num_env_runners=2)
         .callbacks(on_sample_end=tag_chunks)
         .training(learner_connector=lambda *spaces: RewardsFromTheStore(), train_batch_size=500)
-        .reporting(min_time_s_per_iteration=1)
+        # (train() waits for a learner update: the pieces run in the learner thread)
+        .reporting(min_time_s_per_iteration=1, min_train_timesteps_per_iteration=1)
         .debugging(seed=1)
     )
     algo = config.build()
@@ -206,7 +209,8 @@ def test_multi_agent_pieces_reach_each_agents_episode(config_class):
         .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
         .env_runners(num_env_runners=1)
         .training(learner_connector=factory, train_batch_size=400)
-        .reporting(min_time_s_per_iteration=1)
+        # (train() waits for a learner update: APPO's pieces run in the learner thread)
+        .reporting(min_time_s_per_iteration=1, min_train_timesteps_per_iteration=1)
         .debugging(seed=2)
     )
     algo = config.build()

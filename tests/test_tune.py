@@ -603,7 +603,9 @@ def test_appo_runs_under_tune_with_its_learner_thread_in_each_trial(tmp_path):
         .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
         .training(lr=tune.grid_search([1e-3]), train_batch_size_per_learner=200)
         .rl_module(model_config={"fcnet_hiddens": [16]})
-        .reporting(min_time_s_per_iteration=0.3)
+        # (each iteration waits for a learner update: asynchronous, one of 0.3 s may end before
+        # the learner thread's first on a loaded machine)
+        .reporting(min_time_s_per_iteration=0.3, min_train_timesteps_per_iteration=1)
     )
     results = tune.Tuner(
         "APPO",

@@ -165,11 +165,13 @@ class LearnerThread(threading.Thread):
                     results = self.update(batch)
                     self.busy_s += time.perf_counter() - began
                     self.num_updates += 1
+                    # Still under `lock`: once pause() returns, the results of the update it
+                    # waited for are there for the driver to take.
+                    with self._results_lock:
+                        self._results.append(results)
             except BaseException as error:  # kept for the driver, which raises it
                 self.error = error
                 return
-            with self._results_lock:
-                self._results.append(results)
 
     def take_results(self) -> list[dict]:
         """The statistics of the updates finished since the last call, oldest first."""
@@ -182,7 +184,8 @@ class LearnerThread(threading.Thread):
         self._active.set()
 
     def pause(self) -> None:
-        """Stops the thread taking batches; returns after its update in progress."""
+        """Stops the thread taking batches; returns after its update in progress, whose
+        results `take_results` then has."""
         self._active.clear()
         with self.lock:
             pass
