@@ -283,15 +283,17 @@ def test_appos_presets_are_rllibs_examples_and_faster_ones_for_two_cores(algo, e
 
 @pytest.mark.slow
 @pytest.mark.cli
+@pytest.mark.timeout(700)
 def test_the_main_job_solves_cartpole_with_appos_preset(tmp_path):
-    """`python -m trainer --algo APPO` on CartPole: the preset tuned here, a mean return of 400
-    within a minute (seconds on 2 cores: bench/appo.py)."""
+    """`python -m trainer --algo APPO` on CartPole: the preset tuned here reaches a mean return
+    of 400 before its 3M env steps run out (seconds on 2 cores: bench/appo.py measures the
+    time; the limit here only bounds a hang, so that a loaded machine does not fail it)."""
     done = subprocess.run(
         [sys.executable, "-m", "trainer", "--algo", "APPO", "--env", "CartPole-v1"]
         + ["--stop-reward", "400", "--stop-timesteps", "3000000", "--output-dir", "run"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
