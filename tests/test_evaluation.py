@@ -469,6 +469,53 @@ def test_parallel_round_leaves_cores_to_evaluation_runners_and_gives_them_back()
     assert blas_threads() == before
 
 
+class SchedulerRecordingEnv(gym.Env):
+    """CartPole-like spaces; records the scheduling class of the process that builds it, in
+    env_config["folder"] (one file per process)."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        super().__init__()
+        folder = (config or {})["folder"]
+        with open(os.path.join(folder, f"{os.getpid()}.txt"), "w") as file:
+            file.write(str(os.sched_getscheduler(0)))
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(4, np.float32), 1.0, True, False, {}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="Linux's scheduling classes")
+def test_parallel_evaluation_runners_start_at_normal_priority_then_go_to_the_background(
+    tmp_path,
+):
+    """build() waits for the evaluation runners to start: they start at normal priority (in
+    the idle class, busy processes on the machine starved their start past its time limit)
+    and go to the background only once they have started."""
+    algo = (
+        small_ppo(1)
+        .environment(SchedulerRecordingEnv, env_config={"folder": str(tmp_path)})
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=1,
+            evaluation_parallel_to_training=True,
+        )
+        .build()
+    )
+    try:
+        eval_pids = list(algo.eval_env_runner_group.remote_pids().values())
+        assert [os.sched_getscheduler(pid) for pid in eval_pids] == [os.SCHED_IDLE]
+    finally:
+        algo.stop()
+    built = {int(path.stem): int(path.read_text()) for path in tmp_path.glob("*.txt")}
+    assert eval_pids[0] in built
+    assert built[eval_pids[0]] == os.SCHED_OTHER
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="Linux's scheduling classes")
 def test_sequential_rounds_runners_run_at_normal_priority():
     """A sequential round's evaluation runners are not in the idle class: training waits for

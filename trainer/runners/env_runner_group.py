@@ -474,8 +474,11 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         `worker_forkserver`) and sends each its `Init`, so they build their EnvRunners in
         parallel; then `state_for(index)` and a ping to each.
         Returns the init replies and the failures. The init replies must come within
-        `timeout`, the state's and ping's within `state_timeout` more."""
-        background = self.background
+        `timeout`, the state's and ping's within `state_timeout` more.
+
+        The runners start at normal priority, background ones too (`background`): this call
+        waits for them, and in the idle class any other busy process on the machine would
+        starve their start past `timeout`. Once ready they move to the background."""
         sent: list[int] = []
         failures: dict[int, Failure] = {}
 
@@ -483,7 +486,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             return self._init_request(index, recreated=recreated)
 
         for handle in self._backend.start_many(
-            indices, background=background, first_request=init_request
+            indices, background=False, first_request=init_request
         ):
             self.pool.put(handle)
             if handle.has_pending():  # its Init went with the start
@@ -509,7 +512,12 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
 
             call_each_started(lambda index: protocol.call("set_state", state=state_for(index)))
             call_each_started(protocol.call("ping"))
-        return {i: reply for i, reply in replies.items() if i not in failures}, failures
+        started = {i: reply for i, reply in replies.items() if i not in failures}
+        if self.background:
+            for index, handle in self.pool.items():
+                if index in started and handle.is_alive():
+                    handle.set_background(True)
+        return started, failures
 
     # -- who is there ------------------------------------------------------------------------
     def healthy_env_runner_ids(self) -> list[int]:
