@@ -275,7 +275,7 @@ class ThreadRunner(RunnerHandle):
 
 
 class ThreadBackend(RunnerBackend):
-    def start(self, worker_index, *, background=False):
+    def start(self, worker_index):
         return ThreadRunner(worker_index)
 
 

@@ -485,9 +485,7 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
         def init_request(index: int) -> protocol.Init:
             return self._init_request(index, recreated=recreated)
 
-        for handle in self._backend.start_many(
-            indices, background=False, first_request=init_request
-        ):
+        for handle in self._backend.start_many(indices, first_request=init_request):
             self.pool.put(handle)
             if handle.has_pending():  # its Init went with the start
                 sent.append(handle.worker_index)
@@ -514,9 +512,8 @@ class EnvRunnerGroup(AsyncRequestsMixin, OldEnvRunnerGroupNames):
             call_each_started(protocol.call("ping"))
         started = {i: reply for i, reply in replies.items() if i not in failures}
         if self.background:
-            for index, handle in self.pool.items():
-                if index in started and handle.is_alive():
-                    handle.set_background(True)
+            for index in started:
+                self.pool[index].set_background(True)
         return started, failures
 
     # -- who is there ------------------------------------------------------------------------

@@ -90,22 +90,21 @@ class RunnerBackend(ABC):
     """Starts remote runners of one kind (`trainer.runners.process_runner.ProcessBackend`)."""
 
     @abstractmethod
-    def start(self, worker_index: int, *, background: bool = False) -> RunnerHandle:
+    def start(self, worker_index: int) -> RunnerHandle:
         """Starts runner `worker_index` (its EnvRunner is built by the `Init` request sent
-        next); `background` runners (evaluation) yield the CPU to the training processes."""
+        next), at normal priority (`RunnerHandle.set_background` moves it)."""
 
     def start_many(
         self,
         worker_indices: Sequence[int],
         *,
-        background: bool = False,
         first_request: Callable[[int], Request] | None = None,
     ) -> Sequence[RunnerHandle]:
         """Starts a runner per index, as `start` does; a backend that can start several
         at once for less than each alone overrides it. A backend may send
         `first_request(index)` (the `Init`) as it starts each: the runners it was sent to
         have it pending (`has_pending`); the caller sends it to the others."""
-        return [self.start(index, background=background) for index in worker_indices]
+        return [self.start(index) for index in worker_indices]
 
     def object_refs(self, values: Sequence[Any]) -> list[Any]:
         """References to `values`, results of calls on this backend's runners, for RLlib's

@@ -148,7 +148,6 @@ class _WorkerEnds:
 def start_runners(
     indices: Sequence[int],
     *,
-    background: bool = False,
     first_request: Callable[[int], protocol.Request] | None = None,
     preload: Sequence[str] = (),
 ) -> list[ProcessRunner]:
@@ -189,7 +188,7 @@ def start_runners(
                 end.close_child_ends()
         if processes is not None:
             runners = [
-                ProcessRunner(index, process, end.conn, end.stack_read, background=background)
+                ProcessRunner(index, process, end.conn, end.stack_read)
                 for index, process, end in zip(indices, processes, ends, strict=True)
             ]
             for runner in runners:
@@ -213,14 +212,10 @@ class ProcessRunner(RunnerHandle):
         process: subprocess.Popen | AdoptedChild,
         conn: Connection,
         stack_fd: int,
-        *,
-        background: bool = False,
     ):
         self.worker_index = worker_index
         self.process = process
         self._stack_fd = stack_fd
-        if background:
-            _run_in_background(self.process.pid)
         self.conn: Connection = conn
         #: (request id, label) of each request sent and not yet answered, oldest first.
         self._pending: deque[tuple[int, str]] = deque()
@@ -365,19 +360,17 @@ class ProcessBackend(RunnerBackend):
     def __init__(self, preload: Sequence[str] = ()) -> None:
         self.preload = tuple(preload)
 
-    def start(self, worker_index: int, *, background: bool = False) -> ProcessRunner:
-        return start_runners([worker_index], background=background, preload=self.preload)[0]
+    def start(self, worker_index: int) -> ProcessRunner:
+        return start_runners([worker_index], preload=self.preload)[0]
 
     def start_many(
         self,
         worker_indices: Sequence[int],
         *,
-        background: bool = False,
         first_request: Callable[[int], protocol.Request] | None = None,
     ) -> Sequence[ProcessRunner]:
         return start_runners(
             worker_indices,
-            background=background,
             first_request=first_request,
             preload=self.preload,
         )

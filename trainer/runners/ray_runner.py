@@ -375,7 +375,7 @@ class RayBackend(RunnerBackend):
             "max_restarts": 0,  # the group restarts runners, with their state
         }
 
-    def start(self, worker_index: int, *, background: bool = False) -> RayRunner:
+    def start(self, worker_index: int) -> RayRunner:
         return RayRunner(worker_index, self._options)
 
     def object_refs(self, values: Sequence[Any]) -> list[Any]:
