@@ -91,14 +91,20 @@ def small_config(
                 module_class=module_class, model_config={"fcnet_hiddens": [8], **model_config}
             )
         )
-        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=50)
+        # (each iteration waits for a learner update: the learner runs in a thread of its own,
+        # whose first update may come after many short iterations on a loaded machine)
+        .reporting(
+            min_time_s_per_iteration=0,
+            min_sample_timesteps_per_iteration=50,
+            min_train_timesteps_per_iteration=1,
+        )
         .debugging(seed=3)
     )
 
 
 def train_until_the_loss_ran(config: Any, calls: int = 1) -> list[tuple]:
-    """Trains (at most 30 iterations: the learner runs in a thread of its own) until the loss
-    ran `calls` times; what the loss saw."""
+    """Trains (at most 30 iterations, each with a learner update) until the loss ran `calls`
+    times; what the loss saw."""
     SEEN.clear()
     algo = config.build()
     try:
