@@ -172,3 +172,67 @@ def test_a_recurrent_modules_extra_outputs_pad_into_sequences(config_class: type
     seen = train_until_the_loss_ran(config)
     for _, value_shape, _, obs_shape in seen:
         assert len(value_shape) == 2 and value_shape == obs_shape[:2] and value_shape[1] == 10
+
+
+# -- RLlib's column batch: `update(batch=...)` -------------------------------------------------
+def column_batch(rows: int, seed: int = 0) -> dict[str, Any]:
+    """An APPO column batch (RLlib's `update(batch=...)`) of CartPole rows, with a user
+    module's "my_value" column and columns that are not extra outputs."""
+    rng = np.random.default_rng(seed)
+    obs = rng.uniform(-1.0, 1.0, size=(rows, 4)).astype(np.float32)
+    return {
+        Columns.OBS: obs,
+        Columns.ACTIONS: rng.integers(2, size=rows).astype(np.float32),
+        Columns.REWARDS: np.ones(rows, dtype=np.float32),
+        Columns.TERMINATEDS: np.array([0] * (rows - 1) + [1], dtype=np.float32),
+        Columns.ACTION_LOGP: np.full(rows, np.log(0.5), dtype=np.float32),
+        Columns.LOSS_MASK: np.array([True] * (rows // 2 - 1) + [False] + [True] * (rows // 2)),
+        "my_value": my_value(obs),
+        Columns.INFOS: [{}] * rows,  # (objects: no extra output)
+        Columns.EPS_ID: np.array([f"ep{i // 5}" for i in range(rows)]),  # (strings: neither)
+        Columns.STATE_IN: {"h": np.zeros((rows, 2), dtype=np.float32)},  # (nested: neither)
+    }
+
+
+def test_a_column_batchs_other_columns_are_its_extra_outputs() -> None:
+    """`trajectory_batch_from_columns` (APPO's `update(batch=...)`): every numeric column of
+    one row per batch row that it does not read itself is an extra output, its steps' rows
+    (not the bootstrap row `loss_mask` leaves out); objects, strings and nested columns are
+    not."""
+    from trainer.algorithms.appo.appo_learner import trajectory_batch_from_columns
+
+    columns = column_batch(10)
+    batch = trajectory_batch_from_columns(columns, 10, lambda obs: obs, discrete_actions=True)
+    assert set(batch.extra_model_outputs) == {"my_value"}
+    steps = columns[Columns.LOSS_MASK]
+    np.testing.assert_array_equal(
+        batch.extra_model_outputs["my_value"], my_value(columns["obs"])[steps]
+    )
+    assert len(batch.extra_model_outputs["my_value"]) == batch.num_steps
+
+
+def test_appos_update_on_a_column_batch_gives_the_loss_its_extra_columns() -> None:
+    """A user's APPO loss reads `batch["my_value"]` from the column batch given to
+    `LearnerGroup.update(batch=...)` (RLlib's loss gets the whole batch), laid out as the
+    observations (`check_extra_columns`: each step's row its own value, the bootstrap rows
+    repeating the step before)."""
+    import gymnasium as gym
+
+    from trainer.compat.sample_batch import SampleBatch
+
+    rows = 10
+    config = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .framework("torch")
+        .env_runners(rollout_fragment_length=rows)
+        .training(learner_class=RecordingAPPOLearner, model={"fcnet_hiddens": [8]})
+    )
+    learner_group = config.build_learner_group(env=gym.make("CartPole-v1"))
+    columns = column_batch(rows)
+    SEEN.clear()
+    (results,) = learner_group.update(batch=SampleBatch(columns).as_multi_agent())
+    assert np.isfinite(results["total_loss"])
+    assert [(algorithm, value_shape) for algorithm, value_shape, _, _ in SEEN] == [
+        ("APPO", (rows + 1,))  # the rows and the last step's bootstrap row
+    ]

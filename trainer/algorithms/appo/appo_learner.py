@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from trainer.algorithms.appo.loss import numpy_loss, numpy_loss_gradients
-from trainer.algorithms.impala.impala_learner import IMPALALearner, TrajectoryBatch
+from trainer.algorithms.impala.impala_learner import (
+    IN_TRAJECTORY_BATCH,
+    IMPALALearner,
+    TrajectoryBatch,
+)
 from trainer.algorithms.ppo.loss import adapted_kl_coeff, float32_coeff
 from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo
 from trainer.core.obs_tree import tree_rows
@@ -145,6 +149,31 @@ def _numpy_tree(value: Any) -> Any:
     return np.asarray(from_torch(value)[0])
 
 
+#: The columns `trajectory_batch_from_columns` reads into a `TrajectoryBatch`'s own fields.
+_READ_COLUMNS = frozenset({"obs", "actions", "rewards", "terminateds", "action_logp", "loss_mask"})
+
+
+def _extra_columns(columns: Any, rows: int, steps: np.ndarray) -> dict[str, np.ndarray]:
+    """The batch's other columns, as RLlib's loss gets the whole batch (a user's loss reads
+    its module's "my_value"): each numeric or boolean column of one row per batch row, its
+    steps' rows (`steps`). Left out: the columns the `TrajectoryBatch` has fields for, the
+    action draw's (`IN_TRAJECTORY_BATCH`, as from episodes), nested ones (a state tree) and
+    others (infos, ids)."""
+    extras = {}
+    for key, value in columns.items():
+        if key in _READ_COLUMNS or key in IN_TRAJECTORY_BATCH:
+            continue
+        array = _numpy_tree(value)
+        if (
+            isinstance(array, np.ndarray)
+            and array.dtype.kind in "biuf"
+            and array.ndim > 0
+            and len(array) == rows
+        ):
+            extras[str(key)] = array[steps]
+    return extras
+
+
 def trajectory_batch_from_columns(
     columns: Any, fragment_length: int, preprocess: Any, discrete_actions: bool = False
 ) -> TrajectoryBatch:
@@ -154,6 +183,8 @@ def trajectory_batch_from_columns(
     `rewards`, `terminateds`, `action_logp` and, optionally, `loss_mask` (False on the rows
     that only carry an observation to bootstrap from, RLlib's "+1 timestep"; default: all
     steps). Torch tensors are taken as numpy; `discrete_actions`: the actions are indices.
+    The batch's other columns (a user module's "my_value") are its extra model outputs
+    (`_extra_columns`), which the torch losses get laid out as the observations.
 
     As in RLlib's loss, a step's next value is the next row's (at a segment's end the next
     segment's first row; after the last row the first row's, a value RLlib's loss takes
@@ -199,6 +230,7 @@ def trajectory_batch_from_columns(
         behaviour_logp=np.asarray(_numpy_tree(columns["action_logp"])).reshape(-1)[is_step[:rows]],
         terminated=terminated[is_step[:rows]],
         chunk_end=chunk_end,
+        extra_model_outputs=_extra_columns(columns, rows, is_step[:rows]),
     )
 
 
