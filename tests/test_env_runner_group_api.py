@@ -303,3 +303,39 @@ def test_max_requests_in_flight_per_env_runner_limits_async_requests():
         assert sorted(results) == [(1, 1), (1, 1), (2, 2), (2, 2)]
     finally:
         group.stop()
+
+
+def test_a_train_result_reports_the_groups_figures_as_rllib_does():
+    """RLlib 2.60's result keys of the EnvRunner groups: `fault_tolerance`'s
+    `num_env_runners_dropped_lifetime` (a reply dropped at a call's timeout, here a runner
+    silent past `timeout_seconds`), `env_runner_group`'s requests in flight and, after an
+    evaluation round, the evaluation group's health under `evaluation`."""
+    algo = (
+        group_config(restart_failed_env_runners=True)
+        .env_runners(num_env_runners=1)
+        .training(train_batch_size=128, minibatch_size=64, num_epochs=1)
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=1,
+            evaluation_duration=1,
+            evaluation_duration_unit="episodes",
+        )
+        .build()
+    )
+    try:
+        assert (
+            algo.env_runner_group.foreach_env_runner(
+                lambda r: time.sleep(30), local_env_runner=False, timeout_seconds=0.5
+            )
+            == []
+        )
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert result["fault_tolerance"]["num_env_runners_dropped_lifetime"] == 1
+    assert result["env_runner_group"] == {"actor_manager_num_outstanding_async_reqs": 0}
+    evaluation = result["evaluation"]
+    assert evaluation["num_healthy_workers"] == 1
+    assert evaluation["num_remote_worker_restarts"] == 0
+    assert evaluation["num_env_runners_dropped_lifetime"] == 0
+    assert evaluation["actor_manager_num_outstanding_async_reqs"] == 0

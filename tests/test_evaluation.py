@@ -266,7 +266,17 @@ def test_custom_function_and_evaluate_callbacks():
     finally:
         algo.stop()
     assert events == ["start", "custom", "end"]
-    assert result["evaluation"] == {"my_score": 42, "runners": [1, 2], "added_by_callback": True}
+    # The custom results, the callback's key, and the evaluation group's health, which RLlib
+    # 2.60 adds after every evaluation round.
+    assert result["evaluation"] == {
+        "my_score": 42,
+        "runners": [1, 2],
+        "added_by_callback": True,
+        "num_healthy_workers": 2,
+        "actor_manager_num_outstanding_async_reqs": 0,
+        "num_remote_worker_restarts": 0,
+        "num_env_runners_dropped_lifetime": 0,
+    }
 
 
 @pytest.mark.slow

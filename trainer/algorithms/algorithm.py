@@ -222,6 +222,18 @@ def _overridden(algorithm: Any, name: str) -> bool:
     return getattr(type(algorithm), name) is not getattr(Algorithm, name)
 
 
+def _group_health(group: EnvRunnerGroup) -> dict[str, int]:
+    """An evaluation group's figures in its results, as RLlib 2.60 adds them after each
+    evaluation round: healthy remote runners, requests in flight, restarts and replies dropped
+    at a call's timeout."""
+    return {
+        "num_healthy_workers": group.num_healthy_remote_workers(),
+        "actor_manager_num_outstanding_async_reqs": group.num_in_flight_async_reqs(),
+        "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+        "num_env_runners_dropped_lifetime": group.num_env_runners_dropped_lifetime(),
+    }
+
+
 def _add_missing(result: dict, extra: dict) -> None:
     """The keys of `extra` that `result` lacks, added (nested dicts key by key)."""
     for key, value in extra.items():
@@ -1405,10 +1417,14 @@ class Algorithm(OldAlgorithmNames):
         the iteration's training and evaluation (before `on_train_result`): the metrics the
         iteration logged, compiled, with the counters and fault-tolerance figures, the keys of
         `train_results` (`_run_one_training_iteration`'s) the compiled metrics lack, and
-        `eval_results` under "evaluation" (where there are any)."""
+        `eval_results` under "evaluation" (where there are any), with the evaluation group's
+        health (`_group_health`)."""
         result = self._compile_result(self._time_this_iter)
         _add_missing(result, train_results)
         if eval_results is not None:
+            eval_group = self.eval_env_runner_group
+            if eval_group is not None and isinstance(eval_results, dict):  # as RLlib's
+                eval_results = {**eval_results, **_group_health(eval_group)}
             result[EVALUATION_RESULTS] = eval_results
         return result
 
@@ -1438,9 +1454,13 @@ class Algorithm(OldAlgorithmNames):
                 "timestamp": int(time.time()),
                 "date": datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"),
                 "done": False,
+                "env_runner_group": {
+                    "actor_manager_num_outstanding_async_reqs": group.num_in_flight_async_reqs()
+                },
                 "fault_tolerance": {
                     "num_healthy_workers": group.num_healthy_remote_workers(),
                     "num_remote_worker_restarts": group.num_remote_worker_restarts(),
+                    "num_env_runners_dropped_lifetime": group.num_env_runners_dropped_lifetime(),
                     # Runners left out until the next iteration, and the failures and
                     # restarts since the last result.
                     "num_waiting_workers": group.num_waiting_env_runners(),
