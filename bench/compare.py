@@ -394,13 +394,16 @@ def run_localrl(
     max_seconds: float,
     framework: str | None = None,
     preset_choice: str = "fast",
+    start: float | None = None,
 ) -> Run:
     """The preset of `task` (the main job's `--preset preset_choice`; on `framework` when
-    given) from before its build until the training return reaches the target (or a cap)."""
+    given) from before its build (or from `start`, a `time.perf_counter()` taken earlier: a
+    fresh process's first statement, its imports included) until the training return reaches
+    the target (or a cap)."""
     import trainer
     from trainer.cli.presets import find_preset
 
-    start = time.perf_counter()
+    start = time.perf_counter() if start is None else start
     config = getattr(trainer, f"{task.algo}Config")().environment(task.env)
     preset = find_preset(task.algo, task.env, preset_choice)
     if preset is None:

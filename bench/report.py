@@ -100,16 +100,34 @@ BENCHMARKS = (
         "256x256 policy and an on_episode_end callback, against a plain SyncVectorEnv loop "
         "with the same forward pass; and with gymnasium's numpy-vectorized CartPole (64 and "
         "256 sub-envs) against gymnasium's own vector loop; with what users attach (8 "
-        "sub-envs, a 64x64 policy): an on_episode_step callback, a MeanStdFilter, 8 agents "
-        "of MultiAgentCartPole, each also against the plain loop with the same thing attached "
-        "(the calls, a numpy MeanStdFilter, the multi-agent env stepped plainly)",
+        "sub-envs, a 64x64 policy): the runner bare, with an on_episode_step callback, with a "
+        "MeanStdFilter, 8 agents of MultiAgentCartPole, each against the bare loop (the "
+        "SyncVectorEnv stepped with the same forward pass and draws, nothing else) and the "
+        "plain loop, and against the plain loop with the same thing attached (the calls, a "
+        "numpy MeanStdFilter, the multi-agent env stepped plainly)",
         ("bench/sampling.py",),
         r"sub-env|ratio",
-        "ratio (1 and 8 sub-envs), vector_entry_point at 64 sub-envs, MeanStdFilter and the "
-        "attached rows >= 0.9; multi-agent >= 0.85 of the single-agent runner",
+        "against the bare loop (8 sub-envs, 64x64): bare and on_episode_step >= 0.85, "
+        "MeanStdFilter >= 0.8; ratio (1 and 8 sub-envs), vector_entry_point at 64 sub-envs, "
+        "MeanStdFilter and the attached rows >= 0.9 of the plain loop; multi-agent >= 0.85 of "
+        "the single-agent runner",
         quick=("bench/sampling.py", "--steps", "10000", "--repeats", "2"),
         summary="sampling against a plain gymnasium loop",
         summary_keep=r"ratio",
+    ),
+    Benchmark(
+        "vs_rllib",
+        "RLlib 2.60's tuned examples (the CPU learning tests of its BUILD.bazel, TQC's "
+        "Pendulum) through the launcher against under RLlib 2.60 in the same sitting, the two "
+        "alternating: wall time of the process to the example's stop reward (`--as-test`), "
+        "build and Ray's start included, 3 unseeded runs each side",
+        ("bench/vs_rllib.py",),
+        r"^(vs_rllib|[a-z0-9_]+/[a-z0-9_]+ |geometric|targets)",
+        ">= 3x RLlib 2.60 on each example, geometric mean >= 5x, none slower",
+        quick=("bench/vs_rllib.py", "--only", "ppo/cartpole_ppo", "--seeds", "0"),
+        requires=("ray",),
+        summary="RLlib's tuned examples against RLlib 2.60",
+        worst_case_s=6 * 3600.0,
     ),
     Benchmark(
         "scaling",
@@ -221,11 +239,12 @@ BENCHMARKS = (
         "frameworks",
         "the numpy path against the torch path (RLlib's default framework) on the same jobs: "
         "build in a fresh process, EnvRunner sampling, time to solve the main job's presets "
-        "(PPO CartPole and Pendulum, DQN CartPole), RLlib's multi_agent_cartpole.py through "
-        "the launcher",
+        "(PPO CartPole and Pendulum, DQN CartPole; each run a fresh process, imports "
+        "included), RLlib's multi_agent_cartpole.py through the launcher",
         ("bench/frameworks.py",),
         r"^(build|sampling|ppo_|dqn_|multi_agent)",
-        "torch / numpy time to solve <= 1.3 on each task; torch build <= 1.5x numpy's",
+        "torch / numpy time to solve <= 1.1 on PPO CartPole, <= 1.3 on the others (fresh "
+        "processes, imports included); torch build <= 1.5x numpy's",
         quick=("bench/frameworks.py", "--seeds", "0", "--repeats", "1", "--skip-examples"),
         requires=("torch",),
         summary="numpy against torch",

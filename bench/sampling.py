@@ -28,8 +28,10 @@ two), >= 0.9 of gymnasium's vector loop at 64 sub-envs ("vector_entry_point rati
 the MeanStdFilter, >= 0.9 of the plain loop ("mean_std ratio", the lower of 1 and 8 sub-envs).
 With what users attach (`--attached 8` sub-envs, a 64x64 tanh policy as a small user's
 model, where the runner's own work weighs most): the EnvRunner bare, with a no-op
-`on_episode_step` callback, and with an env-to-module `MeanStdFilter`, each against the plain
-loop of the same policy; a MultiAgentEnvRunner process on MultiAgentCartPole with as many
+`on_episode_step` callback, and with an env-to-module `MeanStdFilter`, each against the bare
+loop (`BareLoop`: the SyncVectorEnv stepped with the same forward pass and draws and nothing
+else in the loop, its autoresets counted outside it; targets >= 0.85, >= 0.85 and >= 0.8,
+the "bare-loop ratios" line) and against the plain loop of the same policy; a MultiAgentEnvRunner process on MultiAgentCartPole with as many
 agents, all mapped to one module, against the bare single-agent EnvRunner on the same agent
 steps; all interleaved in the same run. Targets: each >= 0.9 of the plain loop ("attached
 ratio", the lowest), multi-agent >= 0.85 of the single-agent runner ("multi-agent ratio").
@@ -123,6 +125,36 @@ class PlainLoop:
 
     def close(self) -> None:
         self.env.close()
+
+
+class BareLoop(PlainLoop):
+    """The bare loop: the vector env stepped with the forward pass and draws, and nothing else
+    in the loop (no counting, no hooks): the limit of any runner on these envs and this
+    policy. Its transitions are counted outside the loop: each sub-env's `reset` is wrapped
+    once (an instance attribute, no wrapper layer on `step`) to count the autoresets, each of
+    which took a step that is no transition (as the runner counts them)."""
+
+    def __init__(self, num_envs: int, make_env=sync_vector_env, model=MODEL) -> None:
+        super().__init__(num_envs, make_env, model)
+        self.resets = 0
+        for sub_env in self.env.envs:
+            sub_env.reset = self._counted(sub_env.reset)
+
+    def _counted(self, reset):
+        def counted_reset(**kwargs):
+            self.resets += 1
+            return reset(**kwargs)
+
+        return counted_reset
+
+    def run(self, total_steps: int) -> int:
+        """Steps at least `total_steps` sub-env steps; returns the transitions among them."""
+        obs, act, step = self.obs, self.act, self.env.step
+        resets_before, num_steps = self.resets, -(-total_steps // self.num_envs)
+        for _ in range(num_steps):
+            obs = step(act(obs))[0]
+        self.obs = obs
+        return num_steps * self.num_envs - (self.resets - resets_before)
 
 
 class StepCallbackLoop(PlainLoop):
@@ -400,11 +432,16 @@ ATTACHED_PLAIN_LOOPS = {
 }
 
 
+#: The `--attached` cases' targets against the bare loop.
+BARE_LOOP_TARGETS = {"bare": 0.85, "on_episode_step callback": 0.85, "MeanStdFilter": 0.8}
+
+
 def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -> None:
     """The EnvRunner with what users attach, against the plain loop and against the plain
     loop with the same thing attached (see the module docstring); prints a row per case and
     the lowest ratios."""
     lowest, multi_agent_ratios, own_ratios = [], [], {}
+    of_bare: dict[str, list[float]] = {}
     for num_envs in counts:
         steps = max(steps, num_envs * 40)
         cases = {
@@ -424,7 +461,7 @@ def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -
                 steps, 4, 1, framework=framework, model=SMALL_MODEL, num_agents=num_envs
             ),
         }
-        loops = {"plain": PlainLoop} | {
+        loops = {"bare": BareLoop, "plain": PlainLoop} | {
             name: loop_class for name, (_, loop_class) in ATTACHED_PLAIN_LOOPS.items()
         }
         runs: dict[str, list[float]] = {
@@ -444,14 +481,15 @@ def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -
             for algo in cases.values():
                 algo.stop()
         best = {name: max(rates) for name, rates in runs.items()}
-        base = best["plain loop"]
+        base, bare = best["plain loop"], best["bare loop"]
         for name in cases:
             ratio = best[name] / base
             unit = "agent" if name == "multi-agent" else "env"
             label = f"multi-agent, {num_envs} agents" if name == "multi-agent" else name
             line = (
                 f"attached, {num_envs} sub-envs, 64x64 policy: {label}: {best[name]:7.0f} "
-                f"{unit} steps/s, {ratio:.2f} of the plain loop ({base:7.0f})"
+                f"{unit} steps/s, {best[name] / bare:.2f} of the bare loop ({bare:7.0f}), "
+                f"{ratio:.2f} of the plain loop ({base:7.0f})"
             )
             if name in ATTACHED_PLAIN_LOOPS:
                 words, _ = ATTACHED_PLAIN_LOOPS[name]
@@ -466,7 +504,16 @@ def attached_rows(counts: list[int], steps: int, repeats: int, framework: str) -
                 line += f", {best[name] / best['bare']:.2f} of the bare single-agent runner"
             else:
                 lowest.append(ratio)
+                of_bare.setdefault(name, []).append(best[name] / bare)
             print(line, flush=True)
+    print(
+        "bare-loop ratios "
+        + ", ".join(
+            f"{name} {min(of_bare[name]):.2f} (target >= {target})"
+            for name, target in BARE_LOOP_TARGETS.items()
+        )
+        + "  (each case against the bare loop: env steps, forward pass and draws alone)"
+    )
     print(
         f"attached ratio {min(lowest):.2f}  (the lowest of bare, on_episode_step and "
         "MeanStdFilter against the plain loop; target >= 0.9)"
