@@ -337,24 +337,30 @@ def _check_the_learner_thread_result(result, seq_nos):
 )
 @pytest.mark.slow
 def test_learns_cartpole_while_the_env_runners_sample(config_class, training, framework):
-    """The numpy APPO learner, 4 iterations of 2000 env steps (the learner queue holds the
-    sampling back to the learner's pace): the weights go out after every few updates (seq
-    number 14-15 at the end), and the mean return rises well above the first iteration's
-    (random play: about 22; seeds 0-4: the best of iterations 2-4 1.6-2.1 times the first's;
-    with lr=0 at most 1.13 times). bench/learning_targets.py runs it, IMPALA's and the torch
-    learners to a mean return of 150 within 60 s."""
+    """The numpy APPO learner, iterations of 2000 env steps (the learner queue holds the
+    sampling back to the learner's pace), until the mean return reaches 100 (random play:
+    about 22; with lr=0 it stays there): the weights go out after every few updates, and the
+    learner learns while the EnvRunners sample. At this high rate the return peaks at the
+    second iteration (about 2x the first's), dips below random play at the fourth and then
+    climbs, reaching 100 in iterations 9-10 on a quiet machine and beside two busy loops alike;
+    a comparison of the first iterations measured the machine's load (the peak's height
+    depends on how the sampling and the learner thread interleave: 1.38x in one loaded CI
+    run). bench/learning_targets.py runs it, IMPALA's and the torch learners to a mean return
+    of 150 within 60 s."""
     config = _cartpole(config_class, **training).framework(framework)
     algo = config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=2000)
     algo = algo.build()
     try:
         returns, seq_nos = [], []
-        for _ in range(4):
+        for _ in range(20):
             result = algo.train()
             returns.append(result["env_runners"].get("episode_return_mean", math.nan))
             seq_nos.append(result["env_runners"]["weights_seq_no"])
+            if returns[-1] >= 100:
+                break
     finally:
         algo.stop()
-    assert max(returns[1:]) >= 1.4 * returns[0], returns
+    assert returns[-1] >= 100, returns
     _check_the_learner_thread_result(result, seq_nos)
     assert seq_nos[-1] >= 10
 
