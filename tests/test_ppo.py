@@ -115,6 +115,7 @@ def test_results_have_rllibs_keys():
     assert result["fault_tolerance"] == {
         "num_healthy_workers": 1,
         "num_remote_worker_restarts": 0,
+        "num_env_runners_dropped_lifetime": 0,
         "num_waiting_workers": 0,
         "failures_this_iteration": [],
         "env_runners_restarted": [],

@@ -1423,8 +1423,9 @@ class Algorithm(OldAlgorithmNames):
         _add_missing(result, train_results)
         if eval_results is not None:
             eval_group = self.eval_env_runner_group
-            if eval_group is not None and isinstance(eval_results, dict):  # as RLlib's
-                eval_results = {**eval_results, **_group_health(eval_group)}
+            if eval_group is not None and isinstance(eval_results, dict):
+                # Into the round's own dict, as RLlib's (an old-keys result answers on).
+                eval_results.update(_group_health(eval_group))
             result[EVALUATION_RESULTS] = eval_results
         return result
 
