@@ -191,14 +191,15 @@ def column_batch(rows: int, seed: int = 0) -> dict[str, Any]:
         Columns.INFOS: [{}] * rows,  # (objects: no extra output)
         Columns.EPS_ID: np.array([f"ep{i // 5}" for i in range(rows)]),  # (strings: neither)
         Columns.STATE_IN: {"h": np.zeros((rows, 2), dtype=np.float32)},  # (nested: neither)
+        "ragged": [[0.0] * (i % 3) for i in range(rows)],  # (no array: neither)
     }
 
 
 def test_a_column_batchs_other_columns_are_its_extra_outputs() -> None:
     """`trajectory_batch_from_columns` (APPO's `update(batch=...)`): every numeric column of
     one row per batch row that it does not read itself is an extra output, its steps' rows
-    (not the bootstrap row `loss_mask` leaves out); objects, strings and nested columns are
-    not."""
+    (not the bootstrap row `loss_mask` leaves out); objects, strings, nested and ragged
+    columns are not."""
     from trainer.algorithms.appo.appo_learner import trajectory_batch_from_columns
 
     columns = column_batch(10)
@@ -230,6 +231,7 @@ def test_appos_update_on_a_column_batch_gives_the_loss_its_extra_columns() -> No
     )
     learner_group = config.build_learner_group(env=gym.make("CartPole-v1"))
     columns = column_batch(rows)
+    del columns["ragged"]  # (a SampleBatch, RLlib's as this one, stacks each column)
     SEEN.clear()
     (results,) = learner_group.update(batch=SampleBatch(columns).as_multi_agent())
     assert np.isfinite(results["total_loss"])

@@ -158,12 +158,15 @@ def _extra_columns(columns: Any, rows: int, steps: np.ndarray) -> dict[str, np.n
     its module's "my_value"): each numeric or boolean column of one row per batch row, its
     steps' rows (`steps`). Left out: the columns the `TrajectoryBatch` has fields for, the
     action draw's (`IN_TRAJECTORY_BATCH`, as from episodes), nested ones (a state tree) and
-    others (infos, ids)."""
+    others (infos, ids, ragged lists)."""
     extras = {}
     for key, value in columns.items():
         if key in _READ_COLUMNS or key in IN_TRAJECTORY_BATCH:
             continue
-        array = _numpy_tree(value)
+        try:
+            array = _numpy_tree(value)
+        except (ValueError, TypeError):  # (rows numpy cannot stack: a ragged list)
+            continue
         if (
             isinstance(array, np.ndarray)
             and array.dtype.kind in "biuf"
