@@ -149,8 +149,10 @@ def _numpy_tree(value: Any) -> Any:
     return np.asarray(from_torch(value)[0])
 
 
-#: The columns `trajectory_batch_from_columns` reads into a `TrajectoryBatch`'s own fields.
-_READ_COLUMNS = frozenset({"obs", "actions", "rewards", "terminateds", "action_logp", "loss_mask"})
+#: The columns `trajectory_batch_from_columns` needs, and all it reads into a
+#: `TrajectoryBatch`'s own fields (with the optional `loss_mask`).
+_REQUIRED_COLUMNS = ("obs", "actions", "rewards", "terminateds", "action_logp")
+_READ_COLUMNS = frozenset({*_REQUIRED_COLUMNS, "loss_mask"})
 
 
 def _extra_columns(columns: Any, rows: int, steps: np.ndarray) -> dict[str, np.ndarray]:
@@ -193,7 +195,7 @@ def trajectory_batch_from_columns(
     segment's first row; after the last row the first row's, a value RLlib's loss takes
     arbitrarily there), zero after termination; the V-trace recursion runs within a segment
     and stops at termination and before a bootstrap row."""
-    for column in ("obs", "actions", "rewards", "terminateds", "action_logp"):
+    for column in _REQUIRED_COLUMNS:
         if column not in columns:
             raise ValueError(
                 f"APPO's update(batch=...): the batch has no {column!r} column (columns: "
