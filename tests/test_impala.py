@@ -277,6 +277,106 @@ def test_pause_returns_once_the_results_of_the_update_it_waited_for_can_be_taken
         thread.stop()
 
 
+def test_stop_starts_no_update_and_waits_for_the_one_in_progress():
+    """After stop() no update starts, even for a batch a paused thread holds, and stop()
+    returns once the update in progress has ended: no learner thread outlives its
+    algorithm's stop() (one that did was still in a BLAS call when the next test forked Ray's
+    processes, and the process hung in OpenBLAS's fork handler)."""
+    updates: list[int] = []
+    in_update, finish = threading.Event(), threading.Event()
+
+    def update(batch):
+        updates.append(batch.env_steps)
+        in_update.set()
+        assert finish.wait(10.0)
+        return {}
+
+    # A paused thread with a batch queued: stop() must not let it learn on it.
+    queue = BatchQueue(2)
+    paused = LearnerThread(update, queue)
+    paused.start()
+    assert queue.put(_batch(1), timeout=0.0)
+    time.sleep(0.2)  # (its loop polls every 0.05 s)
+    ended = paused.stop(timeout=1.0)
+    assert updates == []
+    assert ended and not paused.is_alive()
+
+    # A thread in an update: stop() waits for it, and the next batch is never learned on.
+    queue = BatchQueue(2)
+    learning = LearnerThread(update, queue)
+    learning.start()
+    learning.resume()
+    assert queue.put(_batch(2), timeout=0.0)
+    assert in_update.wait(10.0)
+    assert queue.put(_batch(3), timeout=0.0)
+    stopped = []
+    stopper = threading.Thread(target=lambda: stopped.append(learning.stop(timeout=10.0)))
+    stopper.start()
+    time.sleep(0.3)
+    assert stopped == [] and learning.is_alive()  # still waiting for the update
+    finish.set()
+    stopper.join(10.0)
+    assert stopped == [True] and not learning.is_alive()
+    assert updates == [2]
+
+
+def test_stop_says_when_the_update_in_progress_outlives_its_bound(caplog):
+    finish = threading.Event()
+    queue = BatchQueue(1)
+    thread = LearnerThread(lambda batch: finish.wait(10.0) and {}, queue)
+    thread.start()
+    thread.resume()
+    assert queue.put(_batch(1), timeout=0.0)
+    time.sleep(0.2)
+    try:
+        assert thread.stop(timeout=0.1) is False
+        assert "did not end within" in caplog.text
+    finally:
+        finish.set()
+        thread.join(10.0)
+    assert not thread.is_alive()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork (POSIX)")
+def test_a_fork_waits_for_the_learner_threads_update_in_progress():
+    """A fork (os.fork, subprocess with a preexec_fn, as ray.init() starts Ray's processes)
+    waits for a learner thread's update in progress and happens between updates: forked
+    during one, OpenBLAS's fork handler waits for the BLAS call in progress, which waits for
+    the BLAS threads the handler holds. The child sees the update finished; afterwards the
+    thread learns on."""
+    state = {"in_update": False}
+    in_update = threading.Event()
+    updated = []
+
+    def update(batch):
+        state["in_update"] = True
+        in_update.set()
+        time.sleep(0.5)
+        state["in_update"] = False
+        updated.append(batch.env_steps)
+        return {}
+
+    queue = BatchQueue(2)
+    thread = LearnerThread(update, queue)
+    thread.start()
+    thread.resume()
+    try:
+        assert queue.put(_batch(1), timeout=0.0)
+        assert in_update.wait(10.0)
+        pid = os.fork()
+        if pid == 0:  # the child: was the update still running when the process forked?
+            os._exit(1 if state["in_update"] else 0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert queue.put(_batch(2), timeout=0.0)
+        deadline = time.monotonic() + 10.0
+        while updated != [1, 2] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert updated == [1, 2]
+    finally:
+        thread.stop()
+
+
 # -- settings ------------------------------------------------------------------------------------
 def test_defaults_are_rllibs():
     impala, appo = IMPALAConfig(), APPOConfig()

@@ -18,6 +18,14 @@ update; the driver takes it to read or write the learner (weights to broadcast,
 checkpoints), so it never sees a half-applied step. An exception in an update ends the thread
 and is kept (`error`); the algorithm raises it, with its type, at its next training step.
 
+`stop()` ends the thread: no update starts after it is called, and it returns once the update
+in progress (if any) has ended, so no learner thread outlives its algorithm's `stop()`. Nor
+does an update run while the process forks (`os.fork()`, `subprocess` with a `preexec_fn`, as
+`ray.init()` starts Ray's processes): OpenBLAS's fork handler (`blas_thread_shutdown_`) waits
+for the BLAS call in progress, which waits for the BLAS threads the handler holds, and the
+process hangs. A fork therefore waits for each learner thread's update in progress to end and
+holds its `lock` until the fork is done (`os.register_at_fork`).
+
 Queues:
 - `BatchQueue` (IMPALA): first in, first out, at most `learner_queue_size` batches;
 - `CircularBuffer` (APPO, Espeholt et al.'s replay of recent batches): at most N batches, each
@@ -26,14 +34,19 @@ Queues:
 
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -126,6 +139,44 @@ class CircularBuffer:
         return len(self._entries)
 
 
+#: How long `LearnerThread.stop()` waits for the update in progress (seconds): a long update
+#: of a large model on a loaded machine, not a hang.
+STOP_TIMEOUT_S = 300.0
+
+#: The learner threads started and not yet ended: a fork waits for their updates.
+_LIVE: weakref.WeakSet[LearnerThread] = weakref.WeakSet()
+#: The learner threads' locks held by the thread that forks, from before the fork to after it.
+_HELD_FOR_FORK: list[threading.RLock] = []
+
+
+def _hold_learner_threads() -> None:
+    """Before a fork: waits for each live learner thread's update in progress and holds its
+    lock, so that no update (no BLAS call) runs while the process forks (see the module
+    docstring). A learner thread that forks itself holds its own lock already."""
+    current = threading.current_thread()
+    for thread in list(_LIVE):
+        # (bounded: past it, the fork goes ahead, as it did before this hook)
+        if (
+            thread is not current
+            and thread.is_alive()
+            and thread.lock.acquire(timeout=STOP_TIMEOUT_S)
+        ):
+            _HELD_FOR_FORK.append(thread.lock)
+
+
+def _release_learner_threads() -> None:
+    """After a fork, in the parent and in the child: the locks `_hold_learner_threads` took."""
+    while _HELD_FOR_FORK:
+        _HELD_FOR_FORK.pop().release()
+
+
+os.register_at_fork(
+    before=_hold_learner_threads,
+    after_in_parent=_release_learner_threads,
+    after_in_child=_release_learner_threads,
+)
+
+
 class LearnerThread(threading.Thread):
     """Runs `update(batch)` on each batch `queue` hands out, until `stop()`; see the module
     docstring. `results` holds each update's statistics until the driver takes them
@@ -147,6 +198,10 @@ class LearnerThread(threading.Thread):
         self._stopping = threading.Event()
         self._active = threading.Event()
 
+    def start(self) -> None:
+        _LIVE.add(self)  # (before it runs: a fork from now on waits for its updates)
+        super().start()
+
     def run(self) -> None:
         held: TrainBatch | None = None  # taken while pausing: trained on after resume()
         while not self._stopping.is_set():
@@ -158,6 +213,8 @@ class LearnerThread(threading.Thread):
                 continue
             try:
                 with self.lock:
+                    if self._stopping.is_set():  # stop() came while waiting for the batch
+                        return
                     if not self._active.is_set():  # pause() came while waiting for the batch
                         held = batch
                         continue
@@ -190,9 +247,19 @@ class LearnerThread(threading.Thread):
         with self.lock:
             pass
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Ends the thread after its update in progress (waiting at most `timeout` s)."""
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> bool:
+        """Ends the thread: no update starts after this call, which returns once the update
+        in progress (if any) has ended, True; False, with a warning logged, if it has not
+        within `timeout` seconds (the thread still ends after that update)."""
         self._stopping.set()
-        self._active.set()
-        if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout)
+        if threading.current_thread() is self or not self.is_alive():
+            return True
+        self.join(timeout)
+        if self.is_alive():
+            logger.warning(
+                "the learner thread's update did not end within %.0f s of stop(); the thread "
+                "ends when it does",
+                timeout,
+            )
+            return False
+        return True
