@@ -103,6 +103,32 @@ def test_torch_is_imported_without_collector_passes_and_the_collector_stays_on()
     assert int(output[0]) <= 1 and output[1:] == ["True", "True"]
 
 
+def test_validating_a_torch_config_finds_torch_without_importing_it():
+    """A config's `validate()` (a Tune driver's, a script that only builds configs) checks
+    that torch is installed without importing it: the import waits for the first torch
+    object. Made unimportable, torch is still refused at the call, naming the extra."""
+    output = _run(
+        """
+        import sys
+        from trainer import DQNConfig, PPOConfig, SACConfig
+        from trainer.errors import ConfigError
+        for config in (
+            PPOConfig().environment("CartPole-v1"),
+            DQNConfig().environment("CartPole-v1"),
+            SACConfig().environment("Pendulum-v1"),
+        ):
+            config.framework("torch").validate()
+        print("torch" in sys.modules)
+        sys.modules["torch"] = None
+        try:
+            PPOConfig().environment("CartPole-v1").framework("torch").validate()
+        except Exception as error:
+            print(isinstance(error, ConfigError), "needs torch, which is not installed" in str(error))
+        """
+    )
+    assert output == ["False", "True", "True"]
+
+
 def test_the_template_imports_without_collector_passes(tmp_path, monkeypatch):
     """`import_in_order` (the worker template's imports, the main process's while it waits
     for the template) imports with the collector off, and turns it back on."""

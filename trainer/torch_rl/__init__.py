@@ -9,9 +9,32 @@ arrays (`get_state()`), and checkpoints hold them as arrays in msgpack (no pickl
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 from trainer.util.imports import collector_paused
+
+
+def missing_torch(what: str) -> str:
+    """The message for `what` (a setting, a class) when torch is not installed: the extra to
+    install, and a CPU build's command."""
+    return (
+        f"{what} needs torch, which is not installed: pip install -e '.[torch]' (a CPU "
+        "build: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
+    )
+
+
+def torch_installed() -> bool:
+    """Whether torch can be imported, found without importing it (about 1 s of CPU): a
+    config's `validate()` asks this, and torch is imported where a torch object is first
+    built. False where it is not found, or was made unimportable (`sys.modules["torch"] =
+    None`, as a test of the missing extra does)."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"] is not None
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def require_torch(what: str) -> None:
@@ -24,7 +47,4 @@ def require_torch(what: str) -> None:
         with collector_paused():
             import torch  # noqa: F401
     except ImportError:
-        raise ImportError(
-            f"{what} needs torch, which is not installed: pip install -e '.[torch]' (a CPU "
-            "build: pip install torch --index-url https://download.pytorch.org/whl/cpu)"
-        ) from None
+        raise ImportError(missing_torch(what)) from None

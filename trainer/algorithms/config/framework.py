@@ -17,7 +17,7 @@ from trainer.capabilities import TORCH
 from trainer.core.model_configs import FILTER_PRESETS, has_filter_preset
 from trainer.core.models import torch_only_request
 from trainer.errors import ConfigError
-from trainer.torch_rl import require_torch
+from trainer.torch_rl import missing_torch, require_torch, torch_installed
 from trainer.util.checks import one_of
 from trainer.util.import_paths import resolve_import_path
 
@@ -290,12 +290,13 @@ class FrameworkSection(ConfigBase):
             )
 
     def _check_torch_config(self, name: str) -> None:
-        """Raises ConfigError for a torch config that cannot run: torch not installed, or
-        torch modules in a multi-agent config."""
-        try:
-            require_torch(self.torch_reason or f"{name}.framework('torch')")
-        except ImportError as error:
-            raise ConfigError(str(error), TORCH) from None
+        """Raises ConfigError for a torch config that cannot run: torch not installed (found
+        without importing it: the build imports it, `prestart_workers` overlapping that with
+        the worker template's start), or a GPU setting the machine cannot give."""
+        if not torch_installed():
+            raise ConfigError(
+                missing_torch(self.torch_reason or f"{name}.framework('torch')"), TORCH
+            )
         gpus = self["num_gpus_per_learner"]
         if gpus:
             import torch
