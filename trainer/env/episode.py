@@ -29,6 +29,7 @@ from trainer.checkpoints.codec import is_plain_data
 from trainer.compat.old_api import OldEpisodeAPI
 from trainer.core.spaces import space_from_dict, space_takes, space_to_dict
 from trainer.env.lookback_buffer import InfiniteLookbackBuffer, split_rows, structs_equal
+from trainer.metrics import WEIGHTS_SEQ_NO  # the extra model output each step was sampled with
 from trainer.util.rllib_members import refuse
 
 #: The model outputs every EnvRunner step records (RLlib's Columns.ACTION_LOGP and
@@ -1191,10 +1192,6 @@ _OBSERVATIONS = SingleAgentEpisode.__dict__["observations"]
 _ACTIONS = SingleAgentEpisode.__dict__["actions"]
 _REWARDS = SingleAgentEpisode.__dict__["rewards"]
 _EXTRA_MODEL_OUTPUTS = SingleAgentEpisode.__dict__["extra_model_outputs"]
-
-
-#: RLlib's extra model output of the weights' sequence number each step was sampled with.
-WEIGHTS_SEQ_NO = "weights_seq_no"
 
 
 def add_weights_seq_no(

@@ -42,12 +42,11 @@ import numpy as np
 from trainer.core.models import RL_MODULE_STATE
 from trainer.env.episode import SingleAgentEpisode
 from trainer.env.external.rllink import RLlink, get_rllink_message, send_rllink_message
+from trainer.metrics import WEIGHTS_SEQ_NO
 from trainer.runners.env_runner import EnvRunner
 
 logger = logging.getLogger(__name__)
 
-#: RLlib's key of the weights' sequence number in SET_STATE.
-WEIGHTS_SEQ_NO = "weights_seq_no"
 #: How often the listener wakes to see whether the runner stopped.
 _POLL_S = 0.2
 

@@ -16,11 +16,8 @@ from typing import Any
 
 from trainer.core.models import DEFAULT_MODULE_ID, RL_MODULE_STATE
 from trainer.env.episode import EpisodeView, SingleAgentEpisode, add_weights_seq_no
+from trainer.metrics import WEIGHTS_SEQ_NO
 from trainer.util.state_checks import StateError, require_generator_state, require_int, require_map
-
-#: RLlib's key of the weights' sequence number in a runner state: `set_state` loads the weights
-#: only when it is 0 (or missing) or newer than the runner's, as RLlib's EnvRunners do.
-WEIGHTS_SEQ_NO = "weights_seq_no"
 
 
 def weights_are_new(runner: Any, state: dict) -> bool:

@@ -54,12 +54,12 @@ from trainer.metrics import (
     NUM_SYNCH_WORKER_WEIGHTS,
     NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS,
     TIMERS,
+    WEIGHTS_SEQ_NO,
 )
 
 #: RLlib's result keys (`ray.rllib.utils.metrics`, `impala_learner`).
 NUM_ENV_STEPS_TRAINED = "num_env_steps_trained"
 NUM_MODULE_STEPS_TRAINED = "num_module_steps_trained"
-WEIGHTS_SEQ_NO = "weights_seq_no"
 QUEUE_SIZE_LEARNER_THREAD_QUEUE = "queue_size_learner_thread_queue"
 #: This project's: env steps the learner queue dropped, and how many broadcasts behind the
 #: learner's weights the sampled steps' weights were.
