@@ -339,11 +339,13 @@ def execute(run: Run, root: Path, timeout_s: float) -> Run:
     return run
 
 
-def recorded_dataset(example: str, env: dict[str, str]) -> Path:
-    """The dataset `RECORDED_DATA[example]` describes: recorded once (PPO trained with
-    `python -m trainer`, its policy recorded with `python -m trainer record`) into
-    `DATA_CACHE`, then reused."""
-    data_dir, train_args, record_args = RECORDED_DATA[example]
+def recorded_dataset(
+    example: str, env: dict[str, str], data: tuple[str, list[str], list[str]] | None = None
+) -> Path:
+    """The dataset `data` (in `RECORDED_DATA`'s form; by default `RECORDED_DATA[example]`)
+    describes: recorded once (PPO trained with `python -m trainer`, its policy recorded with
+    `python -m trainer record`) into `DATA_CACHE`, then reused."""
+    data_dir, train_args, record_args = data if data is not None else RECORDED_DATA[example]
     target = DATA_CACHE / data_dir.replace("/", "__")
     if target.is_dir():
         return target
@@ -367,17 +369,25 @@ def recorded_dataset(example: str, env: dict[str, str]) -> Path:
     return target
 
 
-def checkout_copy(example: str, script: Path, work: Path, env: dict[str, str]) -> Path:
+def checkout_copy(
+    example: str,
+    script: Path,
+    work: Path,
+    env: dict[str, str],
+    data: tuple[str, list[str], list[str]] | None = None,
+) -> Path:
     """The script copied into `work` as RLlib's checkout lays it out, its dataset
-    (`recorded_dataset`) linked in where the checkout holds RLlib's; the copy's path."""
-    data_dir = RECORDED_DATA[example][0]
+    (`recorded_dataset` of `data`, by default `RECORDED_DATA[example]`) linked in where the
+    checkout holds RLlib's; the copy's path."""
+    data = data if data is not None else RECORDED_DATA[example]
+    data_dir = data[0]
     tree = work / "checkout" / "rllib"
     copy = tree / "examples" / example
     copy.parent.mkdir(parents=True)
     copy.write_bytes(script.read_bytes())
     link = tree / data_dir
     link.parent.mkdir(parents=True)
-    link.symlink_to(recorded_dataset(example, env), target_is_directory=True)
+    link.symlink_to(recorded_dataset(example, env, data), target_is_directory=True)
     return copy
 
 

@@ -296,12 +296,6 @@ EXAMPLES: list[Example] = [
     ),
 ]
 
-# The offline examples' datasets, recorded and laid out by `bench/rllib_examples.py`'s helpers,
-# which look them up by example.
-for _example in EXAMPLES:
-    if _example.data is not None:
-        RECORDED_DATA.setdefault(_example.key, _example.data)
-
 
 def ci_args(example: Example) -> list[str]:
     """The CI entry's arguments: `NOT_IN_WHEEL`'s first (CPU) entry for the script where it
@@ -440,7 +434,9 @@ def run_once(example: Example, side: str, seed: int, args: list[str], timeout: f
         env = run_env(work, side, marker)
         script = CACHE / example.path
         if example.data is not None:  # the dataset is recorded (once) before the clock starts
-            script = checkout_copy(example.key, script, work, run_env(work, HERE, marker))
+            script = checkout_copy(
+                example.key, script, work, run_env(work, HERE, marker), example.data
+            )
         if side == HERE:
             command = [sys.executable, "-m", "trainer", "run", str(script), *args]
         else:
