@@ -12,12 +12,12 @@ runs from a source checkout (the README's `pip install -e '.[...]'`), else
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 from types import ModuleType
 from typing import Any
 
 import trainer
+from trainer.util.imports import installed
 
 #: The extras of setup.cfg the command line names.
 PLOT = "plot"
@@ -106,15 +106,6 @@ def available(module: str) -> bool:
     except ImportError:
         return False
     return True
-
-
-def installed(module: str) -> bool:
-    """Whether `module` is installed, without importing it (a module blocked in sys.modules
-    counts as missing)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # ValueError: sys.modules[module] is None
-        return False
 
 
 def missing_note(what: str, library: str, extra: str) -> str:

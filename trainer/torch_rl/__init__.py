@@ -9,10 +9,9 @@ arrays (`get_state()`), and checkpoints hold them as arrays in msgpack (no pickl
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 
-from trainer.util.imports import collector_paused
+from trainer.util.imports import collector_paused, installed
 
 
 def missing_torch(what: str) -> str:
@@ -29,12 +28,7 @@ def torch_installed() -> bool:
     config's `validate()` asks this, and torch is imported where a torch object is first
     built. False where it is not found, or was made unimportable (`sys.modules["torch"] =
     None`, as a test of the missing extra does)."""
-    if "torch" in sys.modules:
-        return sys.modules["torch"] is not None
-    try:
-        return importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):
-        return False
+    return installed("torch")
 
 
 def require_torch(what: str) -> None:

@@ -1,10 +1,11 @@
 """Imports of optional libraries, each run once per process (started early on a thread of its
 own where that overlaps the caller's start-up); large imports (and unpicklings) without the
-cyclic garbage collector's passes."""
+cyclic garbage collector's passes; whether a library is installed, found without importing it."""
 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -100,3 +101,12 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def installed(module: str) -> bool:
+    """Whether `module` is installed, without importing it (a module blocked in sys.modules
+    counts as missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: sys.modules[module] is None
+        return False
