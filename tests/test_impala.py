@@ -337,7 +337,6 @@ def test_stop_says_when_the_update_in_progress_outlives_its_bound(caplog):
     assert not thread.is_alive()
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork (POSIX)")
 def test_a_fork_waits_for_the_learner_threads_update_in_progress():
     """A fork (os.fork, subprocess with a preexec_fn, as ray.init() starts Ray's processes)
     waits for a learner thread's update in progress and happens between updates: forked
