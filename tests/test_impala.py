@@ -29,6 +29,7 @@ from trainer.algorithms.impala.learner_thread import (
     BatchQueue,
     CircularBuffer,
     LearnerThread,
+    LearnerThreadTimeout,
     TrainBatch,
 )
 from trainer.algorithms.impala.vtrace import vtrace
@@ -335,6 +336,47 @@ def test_stop_says_when_the_update_in_progress_outlives_its_bound(caplog):
         finish.set()
         thread.join(10.0)
     assert not thread.is_alive()
+
+
+def test_pause_and_held_say_when_the_update_in_progress_hangs():
+    """pause() (each train() ends with it) and held() (checkpoints, weights) wait for the
+    update in progress within a bound and then raise a named timeout, never waiting for
+    ever; the thread stays paused, and learns again once resumed."""
+    in_update, finish = threading.Event(), threading.Event()
+    updates: list[int] = []
+
+    def update(batch):
+        in_update.set()
+        assert finish.wait(10.0)
+        updates.append(batch.env_steps)
+        return {}
+
+    queue = BatchQueue(2)
+    thread = LearnerThread(update, queue)
+    thread.start()
+    thread.resume()
+    try:
+        assert queue.put(_batch(1), timeout=0.0)
+        assert in_update.wait(10.0)
+        assert queue.put(_batch(2), timeout=0.0)
+        with pytest.raises(LearnerThreadTimeout, match="did not end within 0 s"):
+            thread.pause(timeout=0.1)
+        with pytest.raises(LearnerThreadTimeout, match="0 update"):
+            with thread.held(timeout=0.1):
+                raise AssertionError("held the lock during an update")
+        finish.set()
+        with thread.held(timeout=10.0):  # the update ended: the learner stands still
+            assert updates == [1]
+        time.sleep(0.2)  # paused: the queued batch waits (the loop polls every 0.05 s)
+        assert updates == [1] and thread.take_results() == [{}]
+        thread.resume()
+        deadline = time.monotonic() + 10.0
+        while updates != [1, 2] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert updates == [1, 2]
+    finally:
+        finish.set()
+        assert thread.stop(timeout=10.0)
 
 
 def test_a_fork_waits_for_the_learner_threads_update_in_progress():

@@ -426,9 +426,10 @@ class IMPALA(Algorithm):
 
     # -- the learner, safe from the thread -------------------------------------------------
     def _learner_held(self) -> AbstractContextManager:
-        """Holds the learner between two of the thread's updates (no thread yet: nothing)."""
+        """Holds the learner between two of the thread's updates (no thread yet: nothing);
+        `LearnerThreadTimeout` if the update in progress does not end within its bound."""
         thread = self._learner_thread
-        return thread.lock if thread is not None else nullcontext()
+        return thread.held() if thread is not None else nullcontext()
 
     def _full_state(self) -> dict:
         with self._learner_held():

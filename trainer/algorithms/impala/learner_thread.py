@@ -14,9 +14,11 @@ queue blocks the same way); the `CircularBuffer` (APPO's) never waits and drops 
 batch instead, counting the env steps it dropped (`dropped_env_steps`). The thread learns
 only between `resume()` and `pause()` (the algorithm's `train()` calls), so that between them
 the learner's state stands still (checkpoints, evaluation). It holds `lock` during each
-update; the driver takes it to read or write the learner (weights to broadcast,
+update; the driver takes it (`held()`) to read or write the learner (weights to broadcast,
 checkpoints), so it never sees a half-applied step. An exception in an update ends the thread
 and is kept (`error`); the algorithm raises it, with its type, at its next training step.
+Every wait of the driver for an update in progress is bounded (`STOP_TIMEOUT_S`): `pause()`
+and `held()` then raise `LearnerThreadTimeout`, `stop()` logs it and returns False.
 
 `stop()` ends the thread: no update starts after it is called, and it returns once the update
 in progress (if any) has ended, so no learner thread outlives its algorithm's `stop()`. Nor
@@ -40,7 +42,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,9 +142,16 @@ class CircularBuffer:
         return len(self._entries)
 
 
-#: How long `LearnerThread.stop()` waits for the update in progress (seconds): a long update
-#: of a large model on a loaded machine, not a hang.
+#: How long `LearnerThread.stop()`, `pause()` and `held()` wait for the update in progress
+#: (seconds): a long update of a large model on a loaded machine, not a hang.
 STOP_TIMEOUT_S = 300.0
+
+
+class LearnerThreadTimeout(TimeoutError):
+    """The learner thread's update in progress did not end within the bound of a wait for
+    it (`LearnerThread.pause()`, `held()`): an update that hangs, named, not a driver that
+    waits for ever."""
+
 
 #: The learner threads started and not yet ended: a fork waits for their updates.
 _LIVE: weakref.WeakSet[LearnerThread] = weakref.WeakSet()
@@ -240,12 +250,28 @@ class LearnerThread(threading.Thread):
         """Lets the thread take batches and learn."""
         self._active.set()
 
-    def pause(self) -> None:
+    def pause(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """Stops the thread taking batches; returns after its update in progress, whose
-        results `take_results` then has."""
+        results `take_results` then has. Raises `LearnerThreadTimeout` if that update has not
+        ended within `timeout` seconds (the thread stays paused)."""
         self._active.clear()
-        with self.lock:
+        with self.held(timeout):
             pass
+
+    @contextmanager
+    def held(self, timeout: float = STOP_TIMEOUT_S) -> Iterator[None]:
+        """Holds `lock` (the learner between two updates) for the `with` block; raises
+        `LearnerThreadTimeout` if the update in progress has not ended within `timeout`
+        seconds."""
+        if not self.lock.acquire(timeout=timeout):
+            raise LearnerThreadTimeout(
+                f"the learner thread's update did not end within {timeout:.0f} s (an update "
+                f"that hangs: {self.num_updates} update(s) finished before it)"
+            )
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> bool:
         """Ends the thread: no update starts after this call, which returns once the update
