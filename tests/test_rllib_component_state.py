@@ -16,6 +16,7 @@ import pytest
 from trainer import PPOConfig
 from trainer.callbacks import RLlibCallback
 from trainer.compat.old_callbacks import warn_never_called
+from trainer.env.episode import EpisodeView
 from trainer.util.deprecation import _warned
 
 torch = pytest.importorskip("torch")
@@ -97,15 +98,30 @@ def test_algorithm_state_takes_rllibs_learner_group_component() -> None:
         algo.stop()
 
 
-def test_env_runner_takes_weights_seq_no_and_records_it_per_step() -> None:
+def _step_seen(episode: Any, **kwargs: Any) -> None:
+    """An `on_episode_step` callback reading one value (the episodes are live objects)."""
+    episode.get_rewards(-1)
+
+
+@pytest.mark.parametrize("step_callback", [False, True], ids=["plain", "on_episode_step"])
+def test_env_runner_takes_weights_seq_no_and_records_it_per_step(step_callback: bool) -> None:
     """RLlib's SingleAgentEnvRunner: `set_state` loads weights unless older than the runner's,
-    and each step of a finished episode carries the sequence number it was sampled with."""
-    algo = _ppo().build()
+    and each step of a finished episode carries the sequence number it was sampled with,
+    given when its buffers are made (a finished episode nobody reads costs none), whether the
+    callbacks had it while it ran or not."""
+    config = _ppo()
+    if step_callback:
+        config = config.callbacks(on_episode_step=_step_seen)
+    algo = config.build()
     try:
         runner = algo.env_runner
         weights = runner.get_state(components="rl_module")["rl_module"]
         runner.set_state({"rl_module": {"default_policy": weights}, "weights_seq_no": 3})
         episodes = runner.sample(num_episodes=2)
+        # (Not made for the number: a live episode is one by column, a view.)
+        views = [episode for episode in episodes if isinstance(episode, EpisodeView)]
+        assert all(view._rows is None for view in views)
+        assert views or not step_callback
         # (and as they arrive from a worker process: pickled by column)
         for episode in [*episodes, *pickle.loads(pickle.dumps(episodes))]:
             seq = np.asarray(episode.get_extra_model_outputs("weights_seq_no"))

@@ -1293,7 +1293,7 @@ class EpisodeView(SingleAgentEpisode):
             _set_array_columns(
                 self, rows.observations, rows.actions, rows.rewards, rows.extra_model_outputs
             )
-            seq_no = getattr(self, "_weights_seq_no", None)  # (a LiveEpisode has none)
+            seq_no = getattr(self, "_weights_seq_no", None)  # (unset on a plain LiveEpisode)
             if seq_no is not None:
                 add_weights_seq_no(self, seq_no, own_slots=True)
         return self._rows
@@ -1489,6 +1489,15 @@ class LiveEpisode(EpisodeView):
         self._empty_columns(None, None)
         self.add_env_reset(observation, self._first_info)
         self._start_time = self._last_step_time = start_time
+
+    def record_weights_seq_no(self, seq_no: int) -> None:
+        """As an `EpisodeView`'s once frozen with its buffers not made yet (a call's finished
+        episode an `on_episode_step` callback had: the buffers are made when read, and get it
+        then); else `add_weights_seq_no` now."""
+        if self._live is None and self._source is not None and self._rows is None:
+            self._weights_seq_no = seq_no
+        else:
+            add_weights_seq_no(self, seq_no)
 
     def rows(self) -> Any:
         if self._live is not None:

@@ -45,7 +45,7 @@ def record_weights_seq_no(episodes: list, seq_no: int) -> None:
     for episode in episodes:
         if not episode.is_done:
             continue
-        if type(episode) is EpisodeView:  # (made lazily; a LiveEpisode's are made on read)
+        if isinstance(episode, EpisodeView):  # (when its buffers are made)
             episode.record_weights_seq_no(seq_no)
         elif isinstance(episode, SingleAgentEpisode):
             add_weights_seq_no(episode, seq_no)
