@@ -434,10 +434,16 @@ DRIVER = textwrap.dedent(
 
     address, storage, marker, kill_me = sys.argv[1:]
 
+    def hand_over(path, text):
+        # Written whole before it exists: the test reads it as soon as it does.
+        with open(path + ".part", "w") as part:
+            part.write(text)
+        os.replace(path + ".part", path)
+
     class Progress(tune.Callback):
         def on_trial_complete(self, iteration, trials, trial, **info):
             if not os.path.exists(marker):
-                open(marker, "w").write(trial.trial_id)
+                hand_over(marker, trial.trial_id)
 
         def on_trial_result(self, iteration, trials, trial, result, **info):
             # The second trial is two iterations in: stop here, to be killed mid-search (not
@@ -447,7 +453,7 @@ DRIVER = textwrap.dedent(
                 and trial.trial_id.endswith("_00001")
                 and result["training_iteration"] >= 2
             ):
-                open(kill_me, "w").write(str(result["pid"]))
+                hand_over(kill_me, str(result["pid"]))
                 time.sleep(600)
 
     ray.init(address=address, configure_logging=False)
