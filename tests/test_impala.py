@@ -213,6 +213,22 @@ def _batch(steps: int) -> TrainBatch:
     return TrainBatch(episodes=[steps], env_steps=steps)
 
 
+def _learning(update, size: int = 2, *, in_update: threading.Event | None = None) -> LearnerThread:
+    """A learner thread running `update` on a queue of `size` batches, started and resumed;
+    with `in_update` (which `update` sets), in its update of a first batch (of 1 step)."""
+    thread = LearnerThread(update, BatchQueue(size))
+    thread.start()
+    thread.resume()
+    if in_update is not None:
+        try:
+            assert thread.queue.put(_batch(1), timeout=0.0)
+            assert in_update.wait(10.0)
+        except BaseException:
+            thread.stop(timeout=10.0)
+            raise
+    return thread
+
+
 def test_a_full_learner_queue_holds_the_driver_back_until_the_learner_takes_a_batch():
     """IMPALA's queue waits for room (RLlib 2.60's blocks): nothing sampled is dropped."""
     queue = BatchQueue(2)
@@ -303,13 +319,10 @@ def test_stop_starts_no_update_and_waits_for_the_one_in_progress():
     assert ended and not paused.is_alive()
 
     # A thread in an update: stop() waits for it, and the next batch is never learned on.
-    queue = BatchQueue(2)
-    learning = LearnerThread(update, queue)
-    learning.start()
-    learning.resume()
-    assert queue.put(_batch(2), timeout=0.0)
+    learning = _learning(update)
+    assert learning.queue.put(_batch(2), timeout=0.0)
     assert in_update.wait(10.0)
-    assert queue.put(_batch(3), timeout=0.0)
+    assert learning.queue.put(_batch(3), timeout=0.0)
     stopped = []
     stopper = threading.Thread(target=lambda: stopped.append(learning.stop(timeout=10.0)))
     stopper.start()
@@ -323,11 +336,8 @@ def test_stop_starts_no_update_and_waits_for_the_one_in_progress():
 
 def test_stop_says_when_the_update_in_progress_outlives_its_bound(caplog):
     finish = threading.Event()
-    queue = BatchQueue(1)
-    thread = LearnerThread(lambda batch: finish.wait(10.0) and {}, queue)
-    thread.start()
-    thread.resume()
-    assert queue.put(_batch(1), timeout=0.0)
+    thread = _learning(lambda batch: finish.wait(10.0) and {}, size=1)
+    assert thread.queue.put(_batch(1), timeout=0.0)
     time.sleep(0.2)
     try:
         assert thread.stop(timeout=0.1) is False
@@ -351,14 +361,9 @@ def test_pause_and_held_say_when_the_update_in_progress_hangs():
         updates.append(batch.env_steps)
         return {}
 
-    queue = BatchQueue(2)
-    thread = LearnerThread(update, queue)
-    thread.start()
-    thread.resume()
+    thread = _learning(update, in_update=in_update)
     try:
-        assert queue.put(_batch(1), timeout=0.0)
-        assert in_update.wait(10.0)
-        assert queue.put(_batch(2), timeout=0.0)
+        assert thread.queue.put(_batch(2), timeout=0.0)
         with pytest.raises(LearnerThreadTimeout, match="did not end within 0 s"):
             thread.pause(timeout=0.1)
         with pytest.raises(LearnerThreadTimeout, match="0 update"):
@@ -397,19 +402,14 @@ def test_a_fork_waits_for_the_learner_threads_update_in_progress():
         updated.append(batch.env_steps)
         return {}
 
-    queue = BatchQueue(2)
-    thread = LearnerThread(update, queue)
-    thread.start()
-    thread.resume()
+    thread = _learning(update, in_update=in_update)
     try:
-        assert queue.put(_batch(1), timeout=0.0)
-        assert in_update.wait(10.0)
         pid = os.fork()
         if pid == 0:  # the child: was the update still running when the process forked?
             os._exit(1 if state["in_update"] else 0)
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
-        assert queue.put(_batch(2), timeout=0.0)
+        assert thread.queue.put(_batch(2), timeout=0.0)
         deadline = time.monotonic() + 10.0
         while updated != [1, 2] and time.monotonic() < deadline:
             time.sleep(0.02)
