@@ -1491,11 +1491,11 @@ class LiveEpisode(EpisodeView):
         self._start_time = self._last_step_time = start_time
 
     def record_weights_seq_no(self, seq_no: int) -> None:
-        """As an `EpisodeView`'s once frozen with its buffers not made yet (a call's finished
-        episode an `on_episode_step` callback had: the buffers are made when read, and get it
-        then); else `add_weights_seq_no` now."""
-        if self._live is None and self._source is not None and self._rows is None:
-            self._weights_seq_no = seq_no
+        """As an `EpisodeView`'s once frozen (a call's finished episode an `on_episode_step`
+        callback had: its buffers get it when made); attached or plain, `add_weights_seq_no`
+        now."""
+        if self._live is None and self._source is not None:
+            super().record_weights_seq_no(seq_no)
         else:
             add_weights_seq_no(self, seq_no)
 
