@@ -74,9 +74,10 @@ def test_building_a_torch_algorithm_does_not_import_torch_dynamo():
         from helpers import small_ppo
         with small_ppo(1).framework("torch").build() as algo:
             built = "torch._dynamo" in sys.modules
+            learner = algo.learner_group._learner  # (the torch learner, torch imported)
             passes = []
             gc.callbacks.append(lambda phase, info: passes.append(phase == "start"))
-            optimizer = algo.learner.get_optimizer()
+            optimizer = learner.get_optimizer()
             gc.callbacks.clear()
             print(built, type(optimizer).__name__, "torch._dynamo" in sys.modules, sum(passes))
         """

@@ -529,6 +529,18 @@ class Algorithm(OldAlgorithmNames):
             return build_multi_agent_learner(config, spaces, cls.module_learner)
         if not config.uses_torch:
             return cls.numpy_learner_for(config, spaces)
+        deferred = config._deferred_torch()
+        if deferred is not None:  # the default torch learner, stood in for until torch is asked
+            learner = deferred.learner(
+                config, spaces, lambda: cls.torch_learner_for(config, spaces)
+            )
+            if learner is not None:
+                return learner
+        return cls.torch_learner_for(config, spaces)
+
+    @classmethod
+    def torch_learner_for(cls, config: Any, spaces: Any) -> Any:
+        """The single-agent torch learner (`learner_for`), built now (torch imported)."""
         module = config.build_module(spaces, seed=config.seed)
         learner = cls.torch_module_learner(config, module)
         if config.learner_only_module_specs():

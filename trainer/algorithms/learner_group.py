@@ -249,9 +249,13 @@ class LearnerGroup:
 
     @property
     def _learner(self) -> Any:
-        """RLlib's local learner attribute (its tests read `learner_group._learner.config`)."""
+        """RLlib's local learner attribute (its tests read `learner_group._learner.config`):
+        the learner itself (a stand-in for the default torch PPO learner builds it first,
+        `trainer.algorithms.ppo.deferred_torch`)."""
         if self._algorithm is not None:
-            return self._algorithm.learner
+            learner = self._algorithm.learner
+            materialize = getattr(type(learner), "materialize", None)
+            return materialize(learner) if materialize is not None else learner
         return self._own_learner
 
     @property

@@ -307,6 +307,35 @@ def activate_layer(name: str, x: np.ndarray) -> np.ndarray:
     return activate_in_place(name, x) if name in OUTPUT_ONLY_GRADIENT else activate(name, x)
 
 
+def forward_layers(
+    layers: list[tuple[np.ndarray, np.ndarray, str | None]], x: np.ndarray
+) -> np.ndarray:
+    """Rows `x` through dense layers `(weight (in, out), bias, activation or None)`: the
+    EnvRunners' numpy forward of a default torch module's MLP (one order of operations, so
+    that every copy of those weights computes the same bits)."""
+    for weight, bias, activation in layers:
+        x = x @ weight
+        x += bias
+        if activation is not None:
+            x = activate_layer(activation, x)
+    return x
+
+
+def forward_head(out: np.ndarray, log_std: np.ndarray | None, clip: float | None) -> np.ndarray:
+    """A default torch module's action head's output `out` as its distribution inputs: with a
+    free `log_std`, the log-stds appended (clipped to `clip`); else, with `clip`, the second
+    half (a Gaussian's log-stds) clipped in place."""
+    if log_std is not None:
+        log_stds = np.broadcast_to(log_std, out.shape)
+        if clip is not None:
+            log_stds = np.clip(log_stds, -clip, clip)
+        return np.concatenate([out, log_stds], axis=-1)
+    if clip is not None:
+        half = out.shape[-1] // 2
+        np.clip(out[..., half:], -clip, clip, out=out[..., half:])
+    return out
+
+
 #: Adam's moments are flushed to zero below float32's smallest normal number every this many
 #: steps (`Adam.step`).
 FLUSH_SUBNORMALS_EVERY = 16

@@ -187,7 +187,7 @@ def prestart_workers(config: AlgorithmConfig) -> None:
     Algorithm if it then still has to wait for them. Nothing for a numpy config, Ray actors
     or no remote runners."""
     remote = config.num_env_runners > 0 or config.evaluation_num_env_runners > 0
-    if remote and config.backend != "ray" and config.uses_torch:
+    if remote and config.backend != "ray" and config.runners_import_torch:
         prestart_template(TORCH_PRELOAD, meanwhile=TORCH_MAIN_PRELOAD)
 
 
@@ -205,7 +205,7 @@ def worker_preload(config: AlgorithmConfig) -> tuple[str, ...]:
     user's process: a runner imports it itself), and torch for a torch config."""
     config_module = type(config).__module__
     own = (config_module,) if config_module.startswith("trainer.") else ()
-    return (*(TORCH_PRELOAD if config.uses_torch else ()), *own)
+    return (*(TORCH_PRELOAD if config.runners_import_torch else ()), *own)
 
 
 def _group_env_creator(config: AlgorithmConfig) -> EnvCreator:

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
-from trainer.core.nn import activate_layer
+from trainer.core.nn import forward_head, forward_layers
 from trainer.torch_rl.networks import MLPEncoder, MLPHead, TorchMLP
 
 #: torch's activation layers of `TorchMLP` -> the numpy activations' names.
@@ -100,12 +100,7 @@ class NumpyLayers:
             self.layers[-1] = (weight, bias, name)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        for weight, bias, activation in self.layers:
-            x = x @ weight
-            x += bias
-            if activation is not None:
-                x = activate_layer(activation, x)
-        return x
+        return forward_layers(self.layers, x)
 
 
 class NumpyHead:
@@ -119,16 +114,7 @@ class NumpyHead:
         self.clip = head.log_std_clip_param if head.clip_log_std else None
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        out = self.net(x)
-        if self.log_std is not None:
-            log_std = np.broadcast_to(self.log_std, out.shape)
-            if self.clip is not None:
-                log_std = np.clip(log_std, -self.clip, self.clip)
-            return np.concatenate([out, log_std], axis=-1)
-        if self.clip is not None:
-            half = out.shape[-1] // 2
-            np.clip(out[..., half:], -self.clip, self.clip, out=out[..., half:])
-        return out
+        return forward_head(self.net(x), self.log_std, self.clip)
 
 
 def numpy_mlp_encoder(encoder: nn.Module, watched: WatchedParameters) -> NumpyLayers:

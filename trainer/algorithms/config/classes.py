@@ -52,6 +52,12 @@ class AlgorithmClasses:
     #: What their train batch holds of one complete episode besides its observations and
     #: actions: "module:function", `columns(episode, config) -> {column: array}`.
     episode_columns: str | None = None
+    #: What stands in for the default torch learner and the EnvRunners' default torch module
+    #: until a torch object is asked for, so that a default torch run need not import torch:
+    #: "module:object", the object answering `defers(config)`, `learner(config, spaces,
+    #: build)` and `module_view(config, spaces, build)` (each None where the config needs the
+    #: torch objects; `build()` builds them). None: the torch objects are built at once.
+    deferred_torch: str | None = None
 
 
 __all__ = ["AlgorithmClasses"]

@@ -313,7 +313,41 @@ class FrameworkSection(ConfigBase):
                     "num_gpus_per_learner=0 to learn on the CPU"
                 )
 
+    @property
+    def runners_import_torch(self) -> bool:
+        """Whether this config's EnvRunners build torch modules as they start (the worker
+        template then imports torch for them): a torch config's do, unless its algorithm's
+        stand-in acts for them until a torch object is asked of them
+        (`AlgorithmClasses.deferred_torch`: PPO's default module)."""
+        if not self.uses_torch:
+            return False
+        deferred = self._deferred_torch()
+        return deferred is None or not deferred.defers(self)
+
+    def _deferred_torch(self) -> Any:
+        """The algorithm's stand-ins for its default torch objects
+        (`AlgorithmClasses.deferred_torch`), or None: none declared, or torch not installed
+        (the torch path then names what is missing)."""
+        classes = type(self)._CLASSES
+        path = None if classes is None else classes.deferred_torch
+        if path is None or not torch_installed():
+            return None
+        return resolve_import_path(path)
+
     def _build_torch_module(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
+        deferred = self._deferred_torch() if inference_only else None
+        if deferred is not None:
+            # An EnvRunner's copy of the default module, acting in numpy until a torch object
+            # is asked of it.
+            view = deferred.module_view(
+                self, spaces, lambda: self._build_torch_view(spaces, seed, inference_only)
+            )
+            if view is not None:
+                return view
+        return self._build_torch_view(spaces, seed, inference_only)
+
+    def _build_torch_view(self, spaces: Any, seed: int | None, inference_only: bool) -> Any:
+        """A view of the spec's (or the default) torch module, built now (torch imported)."""
         require_torch(f"{type(self).__name__}: a torch RLModule")
         from trainer.torch_rl.runner_view import build_torch_module
 

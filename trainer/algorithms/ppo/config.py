@@ -27,6 +27,7 @@ CLASSES = AlgorithmClasses(
     torch_learner="trainer.algorithms.ppo.torch_learner:PPOTorchLearner",
     numpy_module="trainer.algorithms.ppo.module:PolicyModule",
     torch_module="trainer.algorithms.ppo.torch_module:DefaultPPOTorchRLModule",
+    deferred_torch="trainer.algorithms.ppo.deferred_torch:DEFERRED_TORCH",
 )
 
 
