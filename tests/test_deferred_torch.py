@@ -55,7 +55,7 @@ def test_a_default_torch_ppo_run_imports_torch_in_no_process_until_a_torch_objec
             def on_sample_end(self, *, metrics_logger=None, **kwargs):
                 metrics_logger.log_value("torch_in_runner", float("torch" in sys.modules))
 
-        config = small_ppo(1).framework("torch").callbacks(TorchSeen).debugging(seed=0)
+        config = small_ppo(1).framework("torch").callbacks(TorchSeen)  # (no seed)
         with config.build() as algo:
             result = algo.train()
             result = algo.train()
@@ -86,7 +86,14 @@ def _same(a, b, where=""):
         assert a == b, where
 
 
-@pytest.mark.parametrize("training", [{}, {"use_kl_loss": True, "entropy_coeff": 0.01}])
+@pytest.mark.parametrize(
+    "training",
+    [
+        {},
+        {"use_kl_loss": True, "entropy_coeff": 0.01},
+        {"entropy_coeff": [[0, 0.02], [500, 0.0]]},
+    ],
+)
 def test_the_stand_ins_train_as_the_torch_objects_before_and_after_they_are_built(training):
     deferred, built = _pair(**training)
     try:
@@ -130,7 +137,12 @@ MODEL_CONFIGS = [
 
 @pytest.mark.parametrize(("env", "model_config"), MODEL_CONFIGS)
 def test_a_stand_in_module_names_and_computes_as_the_torch_view(env, model_config):
-    config = small_ppo(0, env=env).rl_module(model_config=model_config).framework("torch")
+    config = (
+        small_ppo(0, env=env)
+        .rl_module(model_config=model_config)
+        .framework("torch")
+        .debugging(seed=0)
+    )
     spaces = _spaces(env)
     plan = deferred_torch_plan(config, spaces)
     assert plan is not None
@@ -162,6 +174,8 @@ def test_a_stand_in_module_names_and_computes_as_the_torch_view(env, model_confi
         ({"use_lstm": True}, {}),
         ({}, {"use_critic": False}),
         ({}, {"lr": [[0, 1e-3], [1000, 1e-4]]}),
+        ({}, {"learner_connector": lambda *args, **kwargs: []}),
+        ({}, {"optimizer": {"betas": (0.8, 0.99)}}),
     ],
 )
 def test_configs_the_stand_ins_do_not_compute_build_the_torch_objects(model_config, training):
@@ -169,13 +183,22 @@ def test_configs_the_stand_ins_do_not_compute_build_the_torch_objects(model_conf
         small_ppo(0, **training)
         .rl_module(model_config={"fcnet_hiddens": [16], **model_config})
         .framework("torch")
+        .debugging(seed=0)
     )
     assert deferred_torch_plan(config, _spaces("CartPole-v1")) is None
     assert config.runners_import_torch
 
 
-def test_weights_a_stand_in_does_not_take_go_to_the_torch_view_and_its_refusal():
+def test_without_a_seed_a_script_that_imported_torch_gets_the_torch_objects():
+    """Its module starts from torch's global generator, which the script may have seeded."""
     config = small_ppo(0).framework("torch")
+    assert "torch" in sys.modules
+    assert deferred_torch_plan(config, _spaces("CartPole-v1")) is None
+    assert deferred_torch_plan(config.debugging(seed=1), _spaces("CartPole-v1")) is not None
+
+
+def test_weights_a_stand_in_does_not_take_go_to_the_torch_view_and_its_refusal():
+    config = small_ppo(0).framework("torch").debugging(seed=0)
     spaces = _spaces("CartPole-v1")
     plan = deferred_torch_plan(config, spaces)
     assert plan is not None
@@ -188,3 +211,36 @@ def test_weights_a_stand_in_does_not_take_go_to_the_torch_view_and_its_refusal()
     with pytest.raises(ValueError, match="finite|NaN|nan"):
         stand_in.set_weights(bad)
     assert stand_in.materialized
+
+
+def test_a_checkpoint_of_a_stand_in_run_resumes_exactly(tmp_path):
+    """Saved before the torch objects exist (the save builds them), restored into a fresh
+    build (whose stand-ins the restore builds too): the next iteration is the one the first
+    run takes."""
+    from trainer import Algorithm
+
+    config = small_ppo(0).framework("torch").debugging(seed=5)
+    with config.build() as algo:
+        algo.train()
+        assert not algo.learner.materialized
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        assert algo.learner.materialized
+        expected = algo.train()["learners"]["default_policy"]
+        weights = algo.learner.get_state()["module"]
+    with Algorithm.from_checkpoint(path) as restored:
+        _same(restored.train()["learners"]["default_policy"], expected)
+        _same(restored.learner.get_state()["module"], weights)
+
+
+def test_calls_off_the_sampling_and_update_paths_build_the_torch_objects():
+    config = small_ppo(0).framework("torch").debugging(seed=0)
+    with config.build() as algo:
+        runner = algo.env_runner
+        # A runner state with the weights it holds: checked without torch.
+        runner.set_state(runner.get_state())
+        assert not runner.module.materialized
+        # RLlib's update on a column batch is the torch learner's.
+        with pytest.raises(TypeError):
+            algo.learner.update(batch={})
+        assert algo.learner.materialized
+        assert type(algo.learner.module.rl_module).__name__ == "DefaultPPOTorchRLModule"

@@ -95,7 +95,7 @@ def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template()
     with small_ppo(1).build() as algo:
         assert not _has_torch(template_pid())
         template = template_pid()
-    config = small_ppo(2).framework("torch").fault_tolerance(restart_failed_env_runners=True)
+    config = _torch_modules(small_ppo(2)).fault_tolerance(restart_failed_env_runners=True)
     with config.build() as algo:
         assert template_pid() == template and _has_torch(template)
         pids = sorted(algo.env_runner_group.remote_pids().values())
@@ -108,6 +108,14 @@ def test_a_torch_modules_workers_fork_with_torch_imported_once_by_the_template()
     assert template_pid() == template
 
 
+def _torch_modules(config):
+    """`config` on torch with a learner class named: its EnvRunners build torch modules (the
+    default config's act in numpy until asked for one, `tests/test_deferred_torch.py`)."""
+    from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+
+    return config.framework("torch").training(learner_class=PPOTorchLearner)
+
+
 @pytest.mark.slow
 def test_a_torch_build_starts_the_template_with_torch_before_validating():
     """A torch config's build starts the template first thing, torch among its imports, so
@@ -117,7 +125,7 @@ def test_a_torch_build_starts_the_template_with_torch_before_validating():
     worker_forkserver.stop_template()
     prestart_workers(small_ppo(1))
     assert template_pid() is None
-    config = small_ppo(1).framework("torch")
+    config = _torch_modules(small_ppo(1))
     prestart_workers(config)
     template = template_pid()
     assert template is not None

@@ -166,9 +166,17 @@ def build_learner(
     else:
         if spaces is None and env is None and rl_module_spec is not None:
             spaces = _spaces_of_spec(rl_module_spec)
-        learner = learner_for(config, learner_spaces(config, env, spaces))
+        learner = built_learner(learner_for(config, learner_spaces(config, env, spaces)))
     call_build_hooks(learner)
     return learner
+
+
+def built_learner(learner: Any) -> Any:
+    """`learner` itself; for a stand-in of a default torch learner (which updates in numpy
+    until a torch object is asked of it, `AlgorithmClasses.deferred_torch`), the torch
+    learner, built now: what a user asks for by RLlib's learner handles."""
+    materialize = getattr(type(learner), "materialize", None)
+    return materialize(learner) if materialize is not None else learner
 
 
 _LEARNER_GROUP = "ray.rllib.core.learner.learner_group.LearnerGroup"
@@ -253,9 +261,7 @@ class LearnerGroup:
         the learner itself (a stand-in for the default torch PPO learner builds it first,
         `trainer.algorithms.ppo.deferred_torch`)."""
         if self._algorithm is not None:
-            learner = self._algorithm.learner
-            materialize = getattr(type(learner), "materialize", None)
-            return materialize(learner) if materialize is not None else learner
+            return built_learner(self._algorithm.learner)
         return self._own_learner
 
     @property

@@ -30,6 +30,7 @@ torch.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +64,8 @@ _ACTIVATIONS: dict[str | None, str | None] = {
 #: What no default PPOTorchLearner has: asked of a stand-in, an AttributeError (the algorithm
 #: probes for a multi-agent learner's `learners`), not a build.
 _ABSENT = frozenset({"learners"})
+#: The keywords of the Algorithm's `update` call that a stand-in learner takes itself.
+_UPDATE_KWARGS = frozenset({"num_env_steps_sampled_lifetime"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +109,13 @@ def _model_config(config: Any) -> dict | None:
 def defers_torch(config: Any) -> bool:
     """Whether a run of `config` may start without torch (the config's half of
     `deferred_torch_plan`: everything but the spaces). The EnvRunners' worker template then
-    does not import torch."""
+    does not import torch. Not where the run has no seed and torch is imported already: its
+    module would start from torch's global generator, which the script may have seeded."""
     if not config.uses_torch or config.framework_str != "torch" or config.is_multi_agent:
+        return False
+    if config.seed is None and "torch" in sys.modules:
+        # Without a seed the torch module starts from torch's global generator, which a
+        # script that imported torch may have seeded itself (`torch.manual_seed`): built.
         return False
     classes = type(config)._CLASSES
     if classes is None or (classes.torch_learner, classes.torch_module) != (
@@ -120,9 +128,9 @@ def defers_torch(config: Any) -> bool:
         return False
     if getattr(spec, "load_state_path", None) or config.__dict__.get("_learner_class"):
         return False
-    if config.learner_only_module_specs() or config.__dict__.get("_learner_connector"):
+    if config.learner_only_module_specs() or config.get("learner_connector"):
         return False
-    if config.get("_torch_lr_scheduler_classes") or config.get("learner_connector"):
+    if config.get("_torch_lr_scheduler_classes"):
         return False
     if config.num_learners > 1 or config["num_gpus_per_learner"]:
         return False
@@ -163,6 +171,8 @@ def deferred_torch_plan(config: Any, spaces: SpaceInfo) -> DeferredPlan | None:
         return None
     if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
         return None
+    if spaces.obs_shape is not None and len(spaces.obs_shape) != 1:
+        return None  # (images, read by the torch module's CNN; matrices)
     if not isinstance(action_space, gym.spaces.Discrete) and not (
         isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
     ):
@@ -336,11 +346,16 @@ class DeferredPPOTorchLearner(_Deferred):
         if self._real is not None:
             self._real.build()
 
-    def update(self, episodes: Any, **kwargs: Any) -> Any:
-        """`PPOTorchLearner.update`'s results (its numpy update's: `NumpyPPOUpdate`)."""
-        if self._real is not None or not isinstance(episodes, list):
-            return self.materialize().update(episodes, **kwargs)
-        return self.numpy_learner.update(episodes, **kwargs)
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        """`PPOTorchLearner.update(episodes, num_env_steps_sampled_lifetime=...)`'s results
+        (its numpy update's: `NumpyPPOUpdate`); any other call is the torch learner's."""
+        plain = len(args) == 1 and isinstance(args[0], list) and set(kwargs) <= _UPDATE_KWARGS
+        if self._real is not None or not plain:
+            return self.materialize().update(*args, **kwargs)
+        timestep = kwargs.get("num_env_steps_sampled_lifetime")
+        if timestep is not None:
+            object.__setattr__(self, "_timestep", timestep)
+        return self.numpy_learner.update(args[0], **kwargs)
 
     def get_weights(self) -> dict[str, np.ndarray]:
         """The EnvRunners' weights, as the torch learner gives them: the inference-only
@@ -392,8 +407,11 @@ class DeferredPPOTorchLearner(_Deferred):
 
     def _hand_over(self, real: Any) -> None:
         real.set_state(self.torch_state())
-        # Not in a learner's state (as in RLlib): where the entropy schedule stands.
-        real.entropy_coeff_scheduler = self.numpy_learner.entropy_coeff_scheduler
+        # Not in a learner's state (as in RLlib): where the entropy schedule stands, stepped
+        # as the last update stepped it.
+        timestep = self.__dict__.get("_timestep")
+        if timestep is not None:
+            real.update_entropy_coeff(timestep)
 
 
 class DeferredPPOModuleView(_Deferred):
@@ -459,12 +477,18 @@ class DeferredPPOModuleView(_Deferred):
         if self._real is not None or not self._fits(weights):
             self.materialize().set_weights(weights)
             return
-        own = {name: np.array(value, dtype=np.float32) for name, value in weights.items()}
+        own = {name: np.array(weights[name], np.float32) for name in self.plan.inference_names}
         object.__setattr__(self, "_weights", own)
         self._build_forward(own)
 
+    def check_weights(self, weights: Any, where: str = "weights") -> None:
+        """The view's `check_weights`: weights it takes pass here; any others are the torch
+        view's to judge (it raises naming what does not fit)."""
+        if self._real is not None or not self._fits(weights):
+            self.materialize().check_weights(weights, where)
+
     def _fits(self, weights: Any) -> bool:
-        if not isinstance(weights, dict) or list(weights) != list(self.plan.inference_names):
+        if not isinstance(weights, dict) or set(weights) != set(self.plan.inference_names):
             return False
         shapes = self._shapes()
         for name, value in weights.items():
