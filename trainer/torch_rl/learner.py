@@ -30,7 +30,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -139,6 +139,13 @@ class OwnGenerator:
                 f"generator's state), got {type(rng).__name__} "
                 f"{getattr(rng, 'dtype', '')} {getattr(rng, 'shape', '')}",
             )
+
+
+#: A Linear layer of at least this many weights (256x256: RLlib's default MLPs) makes the
+#: minibatch steps of a learner that asks (`TorchLearner.times_large_linear_steps`) a few
+#: large products, timed on one thread against two as a convolution's are (`step_threads`):
+#: RLlib's SAC Pendulum example took 100 s here on one thread, 67 s so (2 idle cores).
+LARGE_LINEAR = 256 * 256
 
 
 class TorchThreads:
@@ -452,6 +459,12 @@ class TorchLearner(Learner):
     one Adam under `DEFAULT_OPTIMIZER`). Subclasses define `update` (the data flow of their
     algorithm) and `compute_loss_for_module` (their loss); see the module docstring."""
 
+    #: Whether a module with a large Linear layer (`LARGE_LINEAR` weights) has its minibatch
+    #: steps timed on one torch thread against two, as a convolution's (`step_threads`): for
+    #: a learner whose every update is torch's own steps on large products (SAC's: 256-wide
+    #: networks on 256-row batches, one step per few env steps).
+    times_large_linear_steps: ClassVar[bool] = False
+
     #: The algorithm's name in error messages (NonFiniteUpdateError).
     algorithm_name = "Torch"
     framework = "torch"
@@ -512,8 +525,15 @@ class TorchLearner(Learner):
         self.metrics = LearnerMetrics()
         #: The loss statistics the last `compute_loss_for_module` logged (`log_loss_stats`).
         self.loss_stats: dict[str, Any] = {}
+        large_linear = type(self).times_large_linear_steps
         convolutional = any(
-            isinstance(layer, torch.nn.modules.conv._ConvNd) for layer in rl_module.modules()
+            isinstance(layer, torch.nn.modules.conv._ConvNd)
+            or (
+                large_linear
+                and isinstance(layer, torch.nn.Linear)
+                and layer.weight.numel() >= LARGE_LINEAR
+            )
+            for layer in rl_module.modules()
         )
         #: Updates run on one torch thread unless the user sized the pools. A module with
         #: convolutions leaves the pool as it is for the update and times each minibatch step

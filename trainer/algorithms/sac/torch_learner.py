@@ -109,6 +109,9 @@ class SACTorchLearner(TargetUpdateStepsAPI, OwnGenerator, TorchLearner):
     algorithm_name = "SAC"
     #: Whether the entropy weight alpha is learned (its own optimizer, "alpha").
     learns_alpha = True
+    #: Its steps are large products (256-wide networks, 256-row batches): one torch thread
+    #: or two, timed (`TorchLearner.times_large_linear_steps`).
+    times_large_linear_steps = True
     extra_state_keys: tuple[str, ...] = ("curr_log_alpha", "last_target_update_step", "rng")
 
     def __init__(
