@@ -751,6 +751,16 @@ class SpaceInfo:
         return obs.reshape(obs.shape[0], self.obs_dim).astype(np.float32, copy=False)
 
 
+def mlp_names(numpy_net: str, torch_linears: list[str]) -> dict[str, str]:
+    """{numpy parameter name: torch parameter name} for the numpy MLP `numpy_net` whose
+    layers are the torch Linear layers `torch_linears` (their dotted names) in order."""
+    return {
+        f"{numpy_net}.{index}.{suffix}": f"{torch_linear}.{suffix}"
+        for index, torch_linear in enumerate(torch_linears)
+        for suffix in ("weight", "bias")
+    }
+
+
 class StateConversionError(ValueError):
     """A numpy module's state cannot become a torch module's: the message says why."""
 

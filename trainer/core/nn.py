@@ -321,6 +321,17 @@ def forward_layers(
     return x
 
 
+def accepts_rows(obs: Any, shapes: set[tuple[int, ...]]) -> bool:
+    """Whether `obs` is a batch the numpy forward of a default torch module computes: a float
+    array whose observations have one of `shapes` (a row, or a 2-D Box's own shape)."""
+    return (
+        type(obs) is np.ndarray
+        and obs.dtype.kind == "f"
+        and obs.ndim >= 2
+        and obs.shape[1:] in shapes
+    )
+
+
 def forward_head(out: np.ndarray, log_std: np.ndarray | None, clip: float | None) -> np.ndarray:
     """A default torch module's action head's output `out` as its distribution inputs: with a
     free `log_std`, the log-stds appended (clipped to `clip`); else, with `clip`, the second

@@ -526,7 +526,7 @@ class TorchLearner(Learner):
         #: The loss statistics the last `compute_loss_for_module` logged (`log_loss_stats`).
         self.loss_stats: dict[str, Any] = {}
         large_linear = type(self).times_large_linear_steps
-        convolutional = any(
+        large_products = any(
             isinstance(layer, torch.nn.modules.conv._ConvNd)
             or (
                 large_linear
@@ -536,18 +536,19 @@ class TorchLearner(Learner):
             for layer in rl_module.modules()
         )
         #: Updates run on one torch thread unless the user sized the pools. A module with
-        #: convolutions leaves the pool as it is for the update and times each minibatch step
+        #: convolutions (or large Linear layers, where the learner asks: `LARGE_LINEAR`)
+        #: leaves the pool as it is for the update and times each minibatch step
         #: instead (`step_threads`: one thread against two, the faster kept; a seeded run stays
         #: on one): its steps are a few large products (a minibatch of 256 84x84x4 frames
         #: through the Nature CNN, forward and backward, took 0.16 s on one thread and 0.09 s
         #: on two, 2 idle cores).
         self.update_threads: TorchThreads | AdaptiveTorchThreads = TorchThreads(
-            0 if convolutional else 1
+            0 if large_products else 1
         )
         #: Each `update_from_batch` step's thread count, timed (None: the update's count).
         self.step_threads: AdaptiveTorchThreads | None = (
             AdaptiveTorchThreads(seeded=getattr(config, "seed", None) is not None)
-            if convolutional
+            if large_products
             else None
         )
         #: The learners of the learner-only modules trained beside this one, by module id

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
-from trainer.core.nn import forward_head, forward_layers
+from trainer.core.nn import accepts_rows, forward_head, forward_layers
 from trainer.torch_rl.networks import MLPEncoder, MLPHead, TorchMLP
 
 #: torch's activation layers of `TorchMLP` -> the numpy activations' names.
@@ -191,12 +191,7 @@ class NumpyInference:
         """Whether `obs` is a batch it computes: a float array of rows of `in_dim` columns,
         or of a 2-D Box's observations (anything else, such as raw Discrete indices, goes to
         the torch module)."""
-        return (
-            type(obs) is np.ndarray
-            and obs.dtype.kind == "f"
-            and obs.ndim >= 2
-            and obs.shape[1:] in self._obs_shapes
-        )
+        return accepts_rows(obs, self._obs_shapes)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """The distribution inputs `(B, ...)` float32 for a batch `obs` it `accepts` (as the

@@ -137,16 +137,6 @@ def linear_names(part: torch.nn.Module | None, prefix: str) -> list[str]:
     ]
 
 
-def mlp_names(numpy_net: str, torch_linears: list[str]) -> dict[str, str]:
-    """{numpy parameter name: torch parameter name} for the numpy MLP `numpy_net` whose
-    layers are the `torch_linears` in order."""
-    return {
-        f"{numpy_net}.{index}.{suffix}": f"{torch_linear}.{suffix}"
-        for index, torch_linear in enumerate(torch_linears)
-        for suffix in ("weight", "bias")
-    }
-
-
 @dataclasses.dataclass
 class TwinParameter:
     """One torch parameter and its numpy counterparts, in torch's layout (a weight matrix's

@@ -66,7 +66,7 @@ from trainer.algorithms.dqn.q_module import QModule
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
 from trainer.core.model_configs import ENCODER_OUT
-from trainer.core.models import SpaceInfo
+from trainer.core.models import SpaceInfo, mlp_names
 from trainer.core.obs_tree import tree_map
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.cnn_encoder import CNNEncoder
@@ -78,7 +78,7 @@ from trainer.torch_rl.networks import (
     encoder_factory,
     encoder_output_dim,
 )
-from trainer.torch_rl.numpy_twin import linear_names, mlp_names
+from trainer.torch_rl.numpy_twin import linear_names
 from trainer.torch_rl.rl_module import TorchRLModule
 
 #: The default encoders (`DQNCatalog`'s default `build_encoder`): they take the encoded

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -40,8 +41,21 @@ import numpy as np
 from trainer.algorithms.ppo.module import PolicyModule
 from trainer.algorithms.ppo.ppo_learner import PPOLearner
 from trainer.core.learner import DEFAULT_OPTIMIZER, adam_settings
-from trainer.core.models import DEFAULT_MODULE_ID, SpaceInfo, check_model_config, env_actions
-from trainer.core.nn import Adam, Categorical, DiagGaussian, forward_head, forward_layers
+from trainer.core.models import (
+    DEFAULT_MODULE_ID,
+    SpaceInfo,
+    check_model_config,
+    env_actions,
+    mlp_names,
+)
+from trainer.core.nn import (
+    Adam,
+    Categorical,
+    DiagGaussian,
+    accepts_rows,
+    forward_head,
+    forward_layers,
+)
 from trainer.core.rl_module import RLModule
 from trainer.util.rng import generator_state
 
@@ -72,16 +86,17 @@ _UPDATE_KWARGS = frozenset({"num_env_steps_sampled_lifetime"})
 class DeferredPlan:
     """What a deferred run computes with: the torch module's model config (`_config`), the
     spaces, and the torch names of the numpy module's parameters (numpy name -> torch name,
-    in the torch module's state order) with the inference-only ones (the EnvRunners')."""
+    in the torch module's state order) with the inference-only ones (the EnvRunners') and
+    each one's shape in torch's layout."""
 
     model_config: dict
     spaces: SpaceInfo
     torch_names: dict[str, str]
     inference_names: tuple[str, ...]
-    #: The head's layers' activations (numpy names; None: linear) and the log-std handling.
+    torch_shapes: dict[str, tuple[int, ...]]
+    #: The layers' activations (numpy names; None: linear) and the log-std clip (Box actions).
     encoder_activations: tuple[str | None, ...]
     head_activations: tuple[str | None, ...]
-    free_log_std: bool
     log_std_clip: float | None
 
     def numpy_spaces(self) -> SpaceInfo:
@@ -111,37 +126,44 @@ def defers_torch(config: Any) -> bool:
     `deferred_torch_plan`: everything but the spaces). The EnvRunners' worker template then
     does not import torch. Not where the run has no seed and torch is imported already: its
     module would start from torch's global generator, which the script may have seeded."""
+    return _deferred_model(config) is not None
+
+
+def _deferred_model(config: Any) -> dict | None:
+    """The torch module's model config where `config` may run without torch
+    (`defers_torch`), else None."""
     if not config.uses_torch or config.framework_str != "torch" or config.is_multi_agent:
-        return False
+        return None
     if config.seed is None and "torch" in sys.modules:
         # Without a seed the torch module starts from torch's global generator, which a
         # script that imported torch may have seeded itself (`torch.manual_seed`): built.
-        return False
+        return None
     classes = type(config)._CLASSES
     if classes is None or (classes.torch_learner, classes.torch_module) != (
         TORCH_LEARNER,
         TORCH_MODULE,
     ):
-        return False
+        return None
     spec = config._runner_module_spec()
     if any(getattr(spec, key, None) is not None for key in ("module_class", "catalog_class")):
-        return False
+        return None
     if getattr(spec, "load_state_path", None) or config.__dict__.get("_learner_class"):
-        return False
+        return None
     if config.learner_only_module_specs() or config.get("learner_connector"):
-        return False
+        return None
     if config.get("_torch_lr_scheduler_classes"):
-        return False
+        return None
     if config.num_learners > 1 or config["num_gpus_per_learner"]:
-        return False
+        return None
     if not config.use_critic or isinstance(config.lr, list | tuple) or config.optimizer:
-        return False
+        return None
     model = _model_config(config)
     if model is None or model["use_lstm"] or not model["fcnet_hiddens"]:
-        return False
+        return None
     if any(model.get(key) for key in _TORCH_ONLY_KEYS):
-        return False
-    return all(model[key] in _ACTIVATIONS for key in ("fcnet_activation", "head_fcnet_activation"))
+        return None
+    activations = (model["fcnet_activation"], model["head_fcnet_activation"])
+    return model if all(name in _ACTIVATIONS for name in activations) else None
 
 
 #: Model-config keys of networks the numpy module does not mirror (layer norms, initializers,
@@ -163,7 +185,8 @@ def deferred_torch_plan(config: Any, spaces: SpaceInfo) -> DeferredPlan | None:
     it must build the torch objects (see the module docstring): the config is exactly the
     default (`defers_torch`) and the spaces are a flat Box of observations and Discrete or
     flat Box actions."""
-    if not isinstance(spaces, SpaceInfo) or not defers_torch(config):
+    model = _deferred_model(config) if isinstance(spaces, SpaceInfo) else None
+    if model is None:
         return None
     obs_space = spaces.observation_space()
     action_space = spaces.action_space()
@@ -177,31 +200,35 @@ def deferred_torch_plan(config: Any, spaces: SpaceInfo) -> DeferredPlan | None:
         isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1
     ):
         return None
-    model = _model_config(config)
-    assert model is not None, "defers_torch checked it"
     try:
         numpy_module = PolicyModule(dataclasses.replace(spaces, keep_obs_shape=False), model)
     except (ValueError, TypeError, KeyError):
         return None
     box = isinstance(action_space, gym.spaces.Box)
-    free_log_std = bool(model["free_log_std"]) and box
     encoder_act = _ACTIVATIONS[model["fcnet_activation"]]
     head_act = _ACTIVATIONS[model["head_fcnet_activation"]]
     encoder_acts = (encoder_act,) * len(model["fcnet_hiddens"])
     head_acts = (head_act,) * len(model["head_fcnet_hiddens"]) + (None,)
     shared = bool(model["vf_share_layers"])
+    free_log_std = bool(model["free_log_std"]) and box
     torch_names = _torch_names(numpy_module, shared, encoder_acts, head_acts, free_log_std)
+    if torch_names is None:
+        return None
     inference = tuple(
         name for name in torch_names.values() if not name.startswith(("vf.", _CRITIC))
     )
+    state = numpy_module.get_state()
     return DeferredPlan(
         model_config=model,
         spaces=spaces.keeping_obs_shape(),
         torch_names=torch_names,
         inference_names=inference,
+        torch_shapes={
+            torch_name: _torch_layout(name, state[name]).shape
+            for name, torch_name in torch_names.items()
+        },
         encoder_activations=encoder_acts,
         head_activations=head_acts,
-        free_log_std=free_log_std,
         log_std_clip=float(model.get("log_std_clip_param", 20.0)) if box else None,
     )
 
@@ -225,10 +252,10 @@ def _torch_names(
     encoder_acts: tuple[str | None, ...],
     head_acts: tuple[str | None, ...],
     free_log_std: bool,
-) -> dict[str, str]:
+) -> dict[str, str] | None:
     """{numpy parameter name: the default torch module's parameter name}, in the torch
     module's state order (`trainer.algorithms.ppo.numpy_state` maps the same pairs by reading
-    a torch module)."""
+    a torch module); None where they do not cover the numpy module's parameters."""
     pi_head = _linear_names("pi.net", head_acts)
     vf_head = _linear_names("vf.net", head_acts)
     if shared:
@@ -238,17 +265,13 @@ def _torch_names(
         actor = _linear_names("encoder.actor_encoder.net", encoder_acts)
         critic = _linear_names("encoder.critic_encoder.net", encoder_acts)
         chains = [("pi", actor + pi_head), ("vf", critic + vf_head)]
-    pairs = [
-        (f"{numpy_net}.{index}.{suffix}", f"{torch_linear}.{suffix}")
-        for numpy_net, linears in chains
-        for index, torch_linear in enumerate(linears)
-        for suffix in ("weight", "bias")
-    ]
+    names: dict[str, str] = {}
+    for numpy_net, linears in chains:
+        names.update(mlp_names(numpy_net, linears))
     if free_log_std:
-        pairs.append(("log_std", "pi.log_std"))
-    names = dict(pairs)
+        names["log_std"] = "pi.log_std"
     if set(names) != set(numpy_module.parameter_names()):
-        raise ValueError(f"the numpy module's parameters {numpy_module.parameter_names()}")
+        return None
     # The torch module's state order: its encoder (actor, then critic), pi (its own log-std
     # before its layers), vf.
     order = ("encoder.actor_encoder.", "encoder.encoder.", _CRITIC, "pi.log_std", "pi.", "vf.")
@@ -265,7 +288,7 @@ def _torch_layout(name: str, value: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(value.T if name.endswith(".weight") else value, np.float32)
 
 
-class _Deferred:
+class _Deferred(ABC):
     """What both stand-ins share: the real object built on first need (`materialize`), and
     then every attribute, read or written, the real object's."""
 
@@ -289,8 +312,9 @@ class _Deferred:
             object.__setattr__(self, "_real", real)
         return self._real
 
+    @abstractmethod
     def _hand_over(self, real: Any) -> None:
-        raise NotImplementedError
+        """Gives the freshly built `real` object this stand-in's state."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in _ABSENT or name in ("_real", "_build"):
@@ -309,11 +333,6 @@ class _Deferred:
 
 def _same(value: Any) -> Any:
     return value
-
-
-def materialized(value: Any) -> Any:
-    """`value` itself, or for a stand-in the real object (built now if it is not yet)."""
-    return value.materialize() if isinstance(value, _Deferred) else value
 
 
 class DeferredPPOTorchLearner(_Deferred):
@@ -450,21 +469,17 @@ class DeferredPPOModuleView(_Deferred):
     def dist_inputs(self, obs: np.ndarray, explore: bool = True) -> np.ndarray:
         """The action-distribution inputs for a batch of observation rows (the view's numpy
         forward: `NumpyPPOInference`)."""
-        if self._real is not None or self._encoder is None or not self._accepts(obs):
+        if (
+            self._real is not None
+            or self._encoder is None
+            or not accepts_rows(obs, self._obs_shapes)
+        ):
             return self.materialize().dist_inputs(obs, explore)
         rows = obs.reshape(len(obs), -1).astype(np.float32, copy=False)
         return forward_head(
             forward_layers(self._head, forward_layers(self._encoder, rows)),
             self._log_std,
             self.plan.log_std_clip,
-        )
-
-    def _accepts(self, obs: Any) -> bool:
-        return (
-            type(obs) is np.ndarray
-            and obs.dtype.kind == "f"
-            and obs.ndim >= 2
-            and obs.shape[1:] in self._obs_shapes
         )
 
     def to_env_actions(self, actions: np.ndarray, *, normalize: bool, clip: bool) -> np.ndarray:
@@ -490,27 +505,13 @@ class DeferredPPOModuleView(_Deferred):
     def _fits(self, weights: Any) -> bool:
         if not isinstance(weights, dict) or set(weights) != set(self.plan.inference_names):
             return False
-        shapes = self._shapes()
+        shapes = self.plan.torch_shapes
         for name, value in weights.items():
             if type(value) is not np.ndarray or value.dtype != np.float32:
                 return False
             if value.shape != shapes[name] or not np.isfinite(value).all():
                 return False
         return True
-
-    def _shapes(self) -> dict[str, tuple[int, ...]]:
-        """Each inference weight's shape in torch's layout (from the numpy module's)."""
-        cached = self.__dict__.get("_shape_cache")
-        if cached is None:
-            plan = self.plan
-            module = PolicyModule(plan.numpy_spaces(), plan.model_config)
-            state = module.get_state()
-            cached = {
-                torch_name: _torch_layout(name, state[name]).shape
-                for name, torch_name in plan.torch_names.items()
-            }
-            object.__setattr__(self, "_shape_cache", cached)
-        return cached
 
     def _build_forward(self, weights: dict[str, np.ndarray]) -> None:
         """The forward's layers from the weights: `(weight (in, out) contiguous, bias,
@@ -570,5 +571,4 @@ __all__ = [
     "DeferredPlan",
     "defers_torch",
     "deferred_torch_plan",
-    "materialized",
 ]

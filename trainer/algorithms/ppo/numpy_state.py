@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 from torch import nn
 
-from trainer.core.models import StateConversionError, check_model_config
-from trainer.torch_rl.numpy_twin import linear_names, mlp_names
+from trainer.core.models import StateConversionError, check_model_config, mlp_names
+from trainer.torch_rl.numpy_twin import linear_names
 
 #: The module of the default torch PPO module, the one class the state converts into. That
 #: module imports this one (its `start_as_numpy_module`), so this one names it instead and

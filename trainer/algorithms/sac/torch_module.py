@@ -78,7 +78,7 @@ from trainer.algorithms.sac.sac_module import SACModule, SquashedGaussian
 from trainer.capabilities import ACTION_SPACES
 from trainer.compat.rllib_utils import Columns
 from trainer.core.apis import InferenceOnlyAPI, QNetAPI, TargetNetworkAPI
-from trainer.core.models import SpaceInfo, check_model_config
+from trainer.core.models import SpaceInfo, check_model_config, mlp_names
 from trainer.core.nn import Categorical
 from trainer.errors import UnsupportedValue
 from trainer.torch_rl.distributions import TorchCategorical, TorchSquashedGaussian
@@ -91,7 +91,7 @@ from trainer.torch_rl.networks import (  # (the activations and gains of TorchML
     ObservationEncoding,
     encoder_factory,
 )
-from trainer.torch_rl.numpy_twin import linear_names, mlp_names
+from trainer.torch_rl.numpy_twin import linear_names
 from trainer.torch_rl.rl_module import TorchRLModule
 
 #: The key SACConfig adds to the module's model config (`_model_config_auto_includes`).
