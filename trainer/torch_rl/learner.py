@@ -69,6 +69,7 @@ from trainer.metrics import (
     WEIGHTS_SEQ_NO,
 )
 from trainer.metrics.metrics_logger import MetricsLogger
+from trainer.torch_rl.dynamo_free import optimizer_step, skip_until_compiler_imported
 from trainer.torch_rl.minibatches import TensorBatches, cyclic_minibatches, num_rows
 from trainer.torch_rl.module_group import TorchModuleGroup
 from trainer.torch_rl.rl_module import TorchRLModule
@@ -403,10 +404,12 @@ class RegisteredOptimizer:
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
-        """The torch optimizer, built now if it was not yet (with the cyclic collector paused:
-        the build imports torch._dynamo, see `collector_paused`)."""
+        """The torch optimizer, built now if it was not yet (without importing
+        torch._dynamo: `dynamo_free`; with the cyclic collector paused, see
+        `collector_paused`, where a script has imported it)."""
         if self._optimizer is None:
             assert self._build is not None
+            skip_until_compiler_imported()
             with collector_paused():
                 optimizer = self._build()
             keep_gradients_in_parameter_layout(optimizer)
@@ -1061,7 +1064,7 @@ class TorchLearner(Learner):
         for name, grad in gradients_dict.items():
             self._params_by_name[name].grad = grad
         for entry in self._optimizers.values():
-            entry.optimizer.step()
+            optimizer_step(entry.optimizer)
 
     def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """Before an update's gradient steps (RLlib's hook, in `update(batch=...)`): each
