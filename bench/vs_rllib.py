@@ -83,8 +83,13 @@ Targets: RLlib's median over this project's (the ratio) >= 3 for every example, 
 mean >= 5, and none below 1 (none slower here). A ratio is a bound where a side did not reach
 in every run (`>=`: RLlib did not; `<=`: this project did not; `?`: both).
 
+The whole table (21 examples, 3 seeds, both sides) takes hours on 2 cores: it may be taken in
+parts (`--only`, `--seeds`), each part's output saved, and `--from-logs` prints the table of
+the saved parts (each example's sides still ran in one sitting).
+
 Run: python bench/vs_rllib.py [--only NAME ...] [--seeds 0 1 2] [--timeout 1200] [--here-only]
      python bench/vs_rllib.py --list | --fetch-check | --fill-from DIR
+     python bench/vs_rllib.py --from-logs LOG [LOG ...]
 """
 
 from __future__ import annotations
@@ -95,6 +100,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -514,6 +520,82 @@ def targets(ratios: dict[str, float], bounds: int = 0) -> list[str]:
     ]
 
 
+def summarize(results: dict[str, dict[str, list[Run]]]) -> int:
+    """Prints the table of `results` (example: side: runs) and the targets' lines."""
+    if not results:
+        return 1
+    print(
+        f"\n{'example':<42} {'here (median)':>14} {'RLlib (median)':>15} {'RLlib/here':>11}"
+        f" {'reached here':>13} {'RLlib':>6}"
+    )
+    ratios: dict[str, float] = {}
+    bounds = 0
+    for name, runs in results.items():
+        here, rllib = runs[HERE], runs.get(RLLIB, [])
+        if rllib:
+            ratios[name] = ratio(here, rllib)
+            bounds += not all(run.reached for run in here + rllib)
+        print(
+            f"{name:<42} {median_cell(here):>14} {median_cell(rllib):>15} "
+            f"{ratio_cell(here, rllib) if rllib else '-':>11} "
+            f"{reached_cell(here):>13} {reached_cell(rllib):>6}"
+        )
+    if ratios:
+        for line in targets(ratios, bounds):
+            print(line)
+    else:
+        print(
+            f"(--here-only: no ratios; targets: each >= {TARGET_EACH:g}x, geomean >= "
+            f"{TARGET_GEOMEAN:g}x, none slower)"
+        )
+    return 0
+
+
+#: A run's line as `main` prints it, and the header line (the limit of the runs after it).
+_RUN_LINE = re.compile(
+    r"^  (?P<name>\S+) seed (?P<seed>-?\d+): (?P<side>here|RLlib)\s+(?P<wall>[\d.]+) s  "
+    r"(?P<outcome>reached|not reached \((?P<detail>.*)\))$"
+)
+_HEADER_LINE = re.compile(r"^vs_rllib: .* limit (?P<limit>[\d.]+) s per run$")
+
+
+def runs_from_logs(paths: list[Path]) -> dict[str, dict[str, list[Run]]]:
+    """The runs earlier invocations printed (their output saved to `paths`), by example and
+    side: a long table taken in several sittings, each example's two sides in one. A run of the
+    same example, seed and side in a later file replaces the earlier one."""
+    found: dict[tuple[str, int, str], Run] = {}
+    for path in paths:
+        limit = None
+        for line in path.read_text(encoding="utf-8").splitlines():
+            header = _HEADER_LINE.match(line)
+            if header:
+                limit = float(header["limit"])
+                continue
+            run = _RUN_LINE.match(line)
+            if run is None:
+                continue
+            if limit is None:
+                raise ValueError(f"{path}: a run's line before the vs_rllib header: {line!r}")
+            wall, reached = float(run["wall"]), run["outcome"] == "reached"
+            found[run["name"], int(run["seed"]), run["side"]] = Run(
+                run["side"],
+                int(run["seed"]),
+                wall,
+                reached,
+                run["detail"] or "",
+                wall if reached else max(wall, limit),
+            )
+    order = {example.name: index for index, example in enumerate(EXAMPLES)}
+    results: dict[str, dict[str, list[Run]]] = {}
+    for (name, _, side), run in sorted(
+        found.items(), key=lambda item: (order.get(item[0][0], len(order)), item[0])
+    ):
+        results.setdefault(name, {}).setdefault(side, []).append(run)
+    for runs in results.values():
+        runs.setdefault(HERE, [])
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -540,6 +622,15 @@ def main(argv: list[str] | None = None) -> int:
         "--fetch-check", action="store_true", help="check the cache of RLlib's texts; no runs"
     )
     parser.add_argument(
+        "--from-logs",
+        type=Path,
+        nargs="+",
+        metavar="LOG",
+        help="no runs: the table and targets of the runs earlier invocations printed (their "
+        "output saved to LOG files; a later file's run of the same example, seed and side "
+        "replaces an earlier one)",
+    )
+    parser.add_argument(
         "--fill-from",
         type=Path,
         metavar="DIR",
@@ -549,6 +640,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.timeout <= 0:
         parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
+    if args.from_logs:
+        results = runs_from_logs(args.from_logs)
+        if not results:
+            parser.error(f"--from-logs: no runs in {', '.join(map(str, args.from_logs))}")
+        for path in args.from_logs:  # (each part's commit, machine and limit)
+            headers = [line for line in path.read_text().splitlines() if _HEADER_LINE.match(line)]
+            print(f"{path.name}: {'; '.join(headers)}")
+        return summarize(results)
     manifest = load_manifest()
     if args.fill_from:
         print(f"wrote {fill_from(manifest, args.fill_from.expanduser())} file(s)")
@@ -593,33 +692,7 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         results[example.name] = runs
-    if not results:
-        return 1
-    print(
-        f"\n{'example':<42} {'here (median)':>14} {'RLlib (median)':>15} {'RLlib/here':>11}"
-        f" {'reached here':>13} {'RLlib':>6}"
-    )
-    ratios: dict[str, float] = {}
-    bounds = 0
-    for name, runs in results.items():
-        here, rllib = runs[HERE], runs.get(RLLIB, [])
-        if rllib:
-            ratios[name] = ratio(here, rllib)
-            bounds += not all(run.reached for run in here + rllib)
-        print(
-            f"{name:<42} {median_cell(here):>14} {median_cell(rllib):>15} "
-            f"{ratio_cell(here, rllib) if rllib else '-':>11} "
-            f"{reached_cell(here):>13} {reached_cell(rllib):>6}"
-        )
-    if ratios:
-        for line in targets(ratios, bounds):
-            print(line)
-    else:
-        print(
-            f"(--here-only: no ratios; targets: each >= {TARGET_EACH:g}x, geomean >= "
-            f"{TARGET_GEOMEAN:g}x, none slower)"
-        )
-    return 0
+    return summarize(results)
 
 
 if __name__ == "__main__":
