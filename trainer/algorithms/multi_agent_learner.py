@@ -15,11 +15,13 @@ RLModule) have no learner: the EnvRunners keep theirs as built.
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from trainer.algorithms.multi_agent_setup import MultiAgentSetup, is_torch_module_class
+from trainer.core.blas import free_cores, one_thread_each, user_sized_pools
 from trainer.core.learner import Learner, UpdateResults
 from trainer.core.learner_components import Names, own_learner_state, rllib_learner_state
 from trainer.env.episode import SingleAgentEpisode
@@ -172,14 +174,38 @@ class MultiAgentLearner(Learner):
         """Each trained module's update on its agents' chunks of `data` (MultiAgentEpisodes);
         a module without chunks in this batch is not updated."""
         by_module = episodes_by_module(data)
-        return {
-            module_id: self.learners[module_id].update(
+        module_ids = [module_id for module_id in self.trained if by_module.get(module_id)]
+
+        def update(module_id: Any) -> UpdateResults:
+            return self.learners[module_id].update(
                 by_module[module_id],
                 num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
             )
-            for module_id in self.trained
-            if by_module.get(module_id)
-        }
+
+        if not self._side_by_side(module_ids):
+            return {module_id: update(module_id) for module_id in module_ids}
+        with (
+            one_thread_each(),
+            ThreadPoolExecutor(
+                min(len(module_ids), free_cores()), thread_name_prefix="module-update"
+            ) as pool,
+        ):
+            futures = {module_id: pool.submit(update, module_id) for module_id in module_ids}
+            return {module_id: future.result() for module_id, future in futures.items()}
+
+    def _side_by_side(self, module_ids: list[Any]) -> bool:
+        """Whether the modules' updates run side by side, each on a thread of its own with one
+        BLAS thread: two or more modules to update, each learner's update its own numpy work
+        (`Learner._updates_independently`: its module, optimizer, RNG and statistics; the numpy
+        products and array operations release the GIL), a core for each of two at least, and
+        BLAS pools this process sizes. The results are the same as one after the other on one
+        BLAS thread each: nothing is shared."""
+        return (
+            len(module_ids) > 1
+            and free_cores() > 1
+            and not user_sized_pools()
+            and all(self.learners[module_id]._updates_independently() for module_id in module_ids)
+        )
 
     def update_modules(
         self,

@@ -136,6 +136,40 @@ class BlasThreads:
             limiter.restore_original_limits()
 
 
+# -- updates side by side -------------------------------------------------------------------------
+#: How many `one_thread_each` blocks are open (a thread's update inside one runs unpaced).
+_side_by_side = 0
+_side_by_side_lock = threading.Lock()
+
+
+def free_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at most the CPUs of its Ray actor
+    (`ray_thread_limit`)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        cores = os.cpu_count() or 1
+    limit = ray_thread_limit()
+    return min(cores, limit) if limit is not None else cores
+
+
+@contextmanager
+def one_thread_each() -> Iterator[None]:
+    """numpy's BLAS pools on one thread for the block, for updates that run side by side on
+    threads of their own, one core each (`MultiAgentLearner`): their `AdaptiveBlasThreads`
+    leave the pools as they are (no probe of two threads, whose pools the other update would
+    share). Pools the user sized (`user_sized_pools`) are left as the user sized them."""
+    global _side_by_side
+    with _side_by_side_lock:
+        _side_by_side += 1
+    try:
+        with BlasThreads(1)():
+            yield
+    finally:
+        with _side_by_side_lock:
+            _side_by_side -= 1
+
+
 # -- a PPO update's thread count, chosen by measurement ------------------------------------------
 #: The most BLAS threads an update tries: a minibatch's products (128 rows through 256-wide
 #: layers) gain from a second thread (1.7x on an idle machine) and little from more.
@@ -282,7 +316,7 @@ class AdaptiveBlasThreads:
         `rows` gives an item's row count, and `probe` what a seeded run compares (an item's step
         without its side effects, as bytes; without one a seeded run stays on one thread). The
         pools are sized as they were afterwards."""
-        if self.user_sized:
+        if self.user_sized or _side_by_side:
             yield _unpaced
             return
         pools = [pool for pool in _controller().lib_controllers if pool.user_api == "blas"]

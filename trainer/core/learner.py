@@ -210,6 +210,13 @@ class Learner(ABC):
         `trainer.errors.NonFiniteUpdateError` before the weights change if the loss or the
         gradient is not finite."""
 
+    def _updates_independently(self) -> bool:
+        """Whether the next `update` works on this learner's own module, optimizer, RNG and
+        statistics alone, in numpy, so that a multi-agent learner may run it beside another
+        module's on a thread of its own (`MultiAgentLearner`). None do by default; PPO's
+        learners say where theirs does."""
+        return False
+
     #: RLlib's name of the learner's framework ("torch" on the torch learners).
     framework: str | None = "numpy"
 

@@ -340,6 +340,10 @@ class PPOLearner(PPOLearnerState, NumpyLearner):
         return stats
 
     # -- 3. epochs of minibatches ------------------------------------------------------------
+    def _updates_independently(self) -> bool:
+        """This class's own update (not a subclass's, whose loss may reach further)."""
+        return type(self) is PPOLearner
+
     def update(
         self,
         episodes: list[SingleAgentEpisode],

@@ -346,6 +346,15 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         super().after_gradient_based_update(timesteps=timesteps)
         self.update_entropy_coeff(timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0))
 
+    def _updates_independently(self) -> bool:
+        """This class's own update, where it runs in numpy (`numpy_update`)."""
+        return (
+            type(self) is PPOTorchLearner
+            and self.numpy_update is not None
+            and not self.learner_only_learners
+            and self.numpy_update.usable()
+        )
+
     def update(
         self,
         episodes: list[SingleAgentEpisode],
