@@ -12,9 +12,11 @@ class itself, so a subclass is not taken for it): a class in the algorithm's fol
 here (`NumpyLayers` for a `TorchMLP`, `NumpyHead` for an `MLPHead`, `numpy_mlp_encoder` for an
 `MLPEncoder`), noting each parameter it copies in a `WatchedParameters`, and raises `NotKnown`
 for a structure it does not compute. Only inference-only copies (the EnvRunners') compute
-here; a learner's module, and so `compute_single_action`, runs in torch. Any other module (a
-subclass, a user's `TorchRLModule`, a CNN or LSTM encoder, a module with forward hooks, on a
-GPU, not float32) runs its own forward in torch. The weights are numpy copies (weight
+here; a learner's module, and so `compute_single_action`, runs in torch. A recurrent default
+module (`use_lstm`, never inference-only, as RLlib's) computes its steps here
+(`numpy_recurrent_inference`: `NumpyLSTMEncoder`). Any other module (a subclass, a user's
+`TorchRLModule`, a CNN encoder or tokenizer, a module with forward hooks, on a GPU, not
+float32) runs its own forward in torch. The weights are numpy copies (weight
 matrices transposed to `(in, out)`, contiguous), taken again whenever a parameter was written
 since (torch's version counters see `set_state`'s `load_state_dict`, a multi-agent module's
 `set_state`, any in-place write) or moved (`module.to(...)`), and at each `set_state` /
@@ -34,7 +36,7 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 from trainer.core.nn import accepts_rows, forward_head, forward_layers
-from trainer.torch_rl.networks import MLPEncoder, MLPHead, TorchMLP
+from trainer.torch_rl.networks import LSTMEncoder, MLPEncoder, MLPHead, TorchMLP
 
 #: torch's activation layers of `TorchMLP` -> the numpy activations' names.
 ACTIVATION_NAMES: dict[type[nn.Module], str] = {
@@ -124,6 +126,61 @@ def numpy_mlp_encoder(encoder: nn.Module, watched: WatchedParameters) -> NumpyLa
     return NumpyLayers(encoder.net, watched)
 
 
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, as tanh (no overflow for any float32 `x`), in place."""
+    x *= 0.5
+    np.tanh(x, out=x)
+    x += 1.0
+    x *= 0.5
+    return x
+
+
+class NumpyLSTMEncoder:
+    """An `LSTMEncoder` (an MLP tokenizer, one `nn.LSTM` layer) as numpy, one time step at a
+    time: what an EnvRunner's recurrent module computes for a step of its sub-envs."""
+
+    def __init__(self, encoder: nn.Module, watched: WatchedParameters) -> None:
+        if type(encoder) is not LSTMEncoder or encoder.image_shape is not None:
+            raise NotKnown  # (a CNN tokenizer: torch's forward)
+        lstm = encoder.lstm
+        if (
+            type(lstm) is not nn.LSTM
+            or lstm.num_layers != 1
+            or lstm.bidirectional
+            or not lstm.bias
+            or lstm.proj_size
+            or not lstm.batch_first
+        ):
+            raise NotKnown
+        self.tokenizer = numpy_mlp_encoder(encoder.tokenizer, watched)
+        # torch's gates are rows of (input, forget, cell, output) blocks of `size` each.
+        self.w_ih = _weights(lstm.weight_ih_l0, watched, transpose=True)
+        self.w_hh = _weights(lstm.weight_hh_l0, watched, transpose=True)
+        self.b_ih = _weights(lstm.bias_ih_l0, watched)
+        self.b_hh = _weights(lstm.bias_hh_l0, watched)
+        self.size = int(encoder.cell_size)
+
+    def step(self, x: np.ndarray, state: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+        """Rows `x` `(B, D)` and the state `{"h": (B, 1, H), "c": (B, 1, H)}` (RLlib's
+        layout) -> the features `(B, H)` and the state after the step, in the same layout."""
+        rows, size = len(x), self.size
+        h = np.asarray(state["h"], dtype=np.float32).reshape(rows, size)
+        c = np.asarray(state["c"], dtype=np.float32).reshape(rows, size)
+        gates = self.tokenizer(x) @ self.w_ih
+        gates += self.b_ih
+        recurrent = h @ self.w_hh
+        recurrent += self.b_hh
+        gates += recurrent
+        input_gate = _sigmoid(gates[:, :size])
+        forget_gate = _sigmoid(gates[:, size : 2 * size])
+        cell_gate = np.tanh(gates[:, 2 * size : 3 * size])
+        output_gate = _sigmoid(gates[:, 3 * size :])
+        c_out = forget_gate * c
+        c_out += input_gate * cell_gate
+        h_out = output_gate * np.tanh(c_out)
+        return h_out, {"h": h_out[:, None], "c": c_out[:, None]}
+
+
 def has_hooks(module: nn.Module) -> bool:
     """Whether a forward (pre-)hook, global or on any submodule, would see its forward."""
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
@@ -199,19 +256,42 @@ class NumpyInference:
         rows = obs.reshape(len(obs), self.in_dim)
         return self._forward(rows.astype(np.float32, copy=False))
 
+    def step(self, obs: np.ndarray, state: Any) -> tuple[np.ndarray, Any]:
+        """A recurrent module's step (`numpy_recurrent_inference`): the distribution inputs
+        `(B, ...)` float32 and the state out (each leaf `(B, ...)`) for a batch `obs` it
+        `accepts` and the carried states batched (RLlib's layout)."""
+        rows = obs.reshape(len(obs), self.in_dim)
+        return self._forward.step(rows.astype(np.float32, copy=False), state)
+
 
 def numpy_inference(module: nn.Module) -> NumpyInference | None:
     """The numpy forward pass of `module` when it is an inference-only copy (an EnvRunner's:
     it never trains, its weights arrive by `set_state`) of a default module of a known
     structure (see the module docstring), with float32 weights on the CPU and no forward
     hooks; None otherwise (a learner's module always runs in torch)."""
+    if not module.inference_only:
+        return None
+    return _built(module, recurrent=False)
+
+
+def numpy_recurrent_inference(module: nn.Module) -> NumpyInference | None:
+    """The numpy forward pass of one step of a recurrent default module (its `step`), with
+    float32 weights on the CPU and no forward hooks; None for any other module. A recurrent
+    module is never inference-only (RLlib's: the EnvRunners carry the critic's state too), so
+    any copy qualifies; the weights are copied again when they change (`current`)."""
+    return _built(module, recurrent=True)
+
+
+def _built(module: nn.Module, *, recurrent: bool) -> NumpyInference | None:
     build = type(module).__dict__.get(NUMPY_FORWARD_CLASS)
-    if build is None or not module.inference_only or has_hooks(module):
+    if build is None or has_hooks(module):
         return None
     watched = WatchedParameters()
     try:
         forward = build(module, watched)
     except NotKnown:
         return None
+    if recurrent != bool(getattr(forward, "recurrent", False)):
+        return None  # (a recurrent module's forward is its `step`, any other's `__call__`)
     encoding = module._encode_obs
     return NumpyInference(forward, watched, int(encoding.dim), tuple(encoding.shape))

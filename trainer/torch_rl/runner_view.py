@@ -51,6 +51,7 @@ from trainer.torch_rl.numpy_inference import (
     NumpyInference,
     has_hooks,
     numpy_inference,
+    numpy_recurrent_inference,
 )
 from trainer.torch_rl.rl_module import TorchRLModule, to_numpy, to_tensor
 
@@ -177,6 +178,10 @@ class TorchModuleView:
         self.draws_in_forward = bool(getattr(rl_module, "draws_in_forward", False))
         #: The numpy forward pass of a default module (None: the module's own, in torch).
         self._numpy: NumpyInference | None = numpy_inference(rl_module)
+        #: A recurrent default module's step in numpy, built at the first step
+        #: (`dist_inputs_and_state`), unless `_torch_steps`: the module's own forward.
+        self._numpy_step: NumpyInference | None = None
+        self._torch_steps = not self.stateful
 
     def __getattr__(self, name: str) -> Any:
         """What the view does not define is the torch module's own (a user's module's parts and
@@ -315,6 +320,11 @@ class TorchModuleView:
         time axis of one (`(B, 1, ...)`), as RLlib's EnvRunner feeds it. `seed`: the forward
         draws from torch's generator seeded with it (torch's global generator is left as it
         was), for a module that draws in its forward (`draws_in_forward`)."""
+        if prev_actions is None and prev_rewards is None and seed is None:
+            numpy_step = self._numpy_recurrent()
+            if numpy_step is not None and numpy_step.accepts(obs):
+                self.module_acted = self.module_extras = None  # (the default module's: none)
+                return numpy_step.step(obs, state)
         batch: dict[str, Any] = {
             Columns.OBS: tree_map(lambda leaf: leaf[:, None], self.module_observations(obs)),
             Columns.STATE_IN: state,
@@ -346,6 +356,19 @@ class TorchModuleView:
             )
         inputs = np.asarray(inputs, dtype=np.float32)
         return inputs.reshape(tree_len(obs), *inputs.shape[2:]), state_out
+
+    def _numpy_recurrent(self) -> NumpyInference | None:
+        """The recurrent default module's numpy step, built now if it was not yet or the
+        module's parameters were written or moved since (None: the module's own forward)."""
+        if self._torch_steps:
+            return None
+        numpy_step = self._numpy_step
+        if numpy_step is None or not numpy_step.current():
+            if has_hooks(self.rl_module):
+                return None
+            numpy_step = self._numpy_step = numpy_recurrent_inference(self.rl_module)
+            self._torch_steps = numpy_step is None
+        return numpy_step
 
     def values(self, obs: Any) -> np.ndarray:
         """The value function's predictions (`compute_values`) for a batch of observations."""

@@ -16,25 +16,58 @@ from typing import Any
 
 import numpy as np
 
+from trainer.torch_rl.networks import RecurrentActorCriticEncoder
 from trainer.torch_rl.numpy_inference import (
     NotKnown,
     NumpyHead,
+    NumpyLSTMEncoder,
     WatchedParameters,
     numpy_mlp_encoder,
 )
 
 
 class NumpyPPOInference:
-    """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy."""
+    """The default PPO module's `_forward` (actor encoder, then `pi`) in numpy; with `use_lstm`
+    (`step`), one time step of its LSTM encoders (the critic's too: its state goes on with the
+    actor's, as the torch forward carries it), then `pi`."""
 
     def __init__(self, module: Any, watched: WatchedParameters) -> None:
-        if module._stateful or module._rllib_encoder or module._encode_obs.image:
+        if module._rllib_encoder or module._encode_obs.image:
             raise NotKnown  # (a catalog's RLlib-kind encoder: its own torch forward)
         encoder = module.encoder
-        self.encoder = numpy_mlp_encoder(
-            encoder.encoder if encoder.shared else encoder.actor_encoder, watched
-        )
+        if module._stateful:
+            if (
+                module._prev_action_dim
+                or module._prev_reward
+                or type(encoder) is not RecurrentActorCriticEncoder
+            ):
+                raise NotKnown
+            self.lstm = (
+                {"": NumpyLSTMEncoder(encoder.encoder, watched)}
+                if encoder.shared
+                else {
+                    "actor": NumpyLSTMEncoder(encoder.actor_encoder, watched),
+                    "critic": NumpyLSTMEncoder(encoder.critic_encoder, watched),
+                }
+            )
+        else:
+            self.encoder = numpy_mlp_encoder(
+                encoder.encoder if encoder.shared else encoder.actor_encoder, watched
+            )
         self.pi = NumpyHead(module.pi, watched)
+        #: Whether it computes a recurrent module's steps (`step`), else `__call__`.
+        self.recurrent = bool(module._stateful)
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         return self.pi(self.encoder(obs))
+
+    def step(self, obs: np.ndarray, state: dict[str, Any]) -> tuple[np.ndarray, dict[str, Any]]:
+        """Rows `obs` `(B, D)` and the carried state (`{"h", "c"}`, or `{"actor": ...,
+        "critic": ...}` without `vf_share_layers`) -> the distribution inputs and the state
+        after the step."""
+        if "" in self.lstm:
+            features, state_out = self.lstm[""].step(obs, state)
+            return self.pi(features), state_out
+        features, actor_state = self.lstm["actor"].step(obs, state["actor"])
+        _, critic_state = self.lstm["critic"].step(obs, state["critic"])
+        return self.pi(features), {"actor": actor_state, "critic": critic_state}
