@@ -7,6 +7,7 @@ always holds each benchmark's latest run, never a history. `--quick` runs the sh
 smaller arguments (the command column says which ran); `--only NAME ...` runs the named ones.
 
 Run: python bench/report.py [--quick] [--only ppo_cartpole sampling ...] [--timeout S]
+      python bench/report.py --only NAME --args 'ARGS'   (its script with other arguments)
       python bench/report.py --list        (the benchmarks and their commands)
 """
 
@@ -18,6 +19,7 @@ import importlib.util
 import os
 import platform
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -739,10 +741,15 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
-def run(benchmark: Benchmark, quick: bool, timeout: float) -> dict[str, str]:
+def run(
+    benchmark: Benchmark, quick: bool, timeout: float, script_args: tuple[str, ...] | None = None
+) -> dict[str, str]:
     """Runs one benchmark in a fresh process, for at most `timeout` seconds or its worst case,
-    whichever is longer; returns its row."""
+    whichever is longer (with `script_args`: its script with those arguments); returns its
+    row."""
     args = benchmark.quick if quick and benchmark.quick is not None else benchmark.args
+    if script_args is not None:
+        args = (args[0], *script_args)
     timeout = max(timeout, benchmark.worst_case_s)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     row = {
@@ -801,8 +808,17 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds each benchmark may take (default 1800; longer for one whose worst case "
         "is longer)",
     )
+    parser.add_argument(
+        "--args",
+        metavar="'ARGS'",
+        help="with one --only benchmark: its script's arguments instead of the row's (one "
+        "quoted string, e.g. --args '--from-logs LOG'); the command column shows them",
+    )
     parser.add_argument("--list", action="store_true", help="print the benchmarks and exit")
     args = parser.parse_args(argv)
+    script_args = None if args.args is None else tuple(shlex.split(args.args))
+    if script_args is not None and (not args.only or len(args.only) != 1):
+        parser.error(f"--args {args.args!r}: give exactly one benchmark with --only")
     if args.timeout <= 0:
         parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
     if args.list:
@@ -830,8 +846,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             continue
         shown = benchmark.quick if args.quick and benchmark.quick else benchmark.args
+        if script_args is not None:
+            shown = (shown[0], *script_args)
         print(f"{benchmark.name}: {_command(shown)}", flush=True)
-        rows[benchmark.name] = run(benchmark, args.quick, args.timeout)
+        rows[benchmark.name] = run(benchmark, args.quick, args.timeout, script_args)
         print(f"  {rows[benchmark.name]['result']}", flush=True)
         # Written after each one, so an interrupted report keeps what finished.
         PAGE.write_text(render_page(rows), encoding="utf-8")

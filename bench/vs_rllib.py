@@ -645,8 +645,9 @@ def main(argv: list[str] | None = None) -> int:
         if not results:
             parser.error(f"--from-logs: no runs in {', '.join(map(str, args.from_logs))}")
         for path in args.from_logs:  # (each part's commit, machine and limit)
-            headers = [line for line in path.read_text().splitlines() if _HEADER_LINE.match(line)]
-            print(f"{path.name}: {'; '.join(headers)}")
+            for line in path.read_text().splitlines():
+                if _HEADER_LINE.match(line):
+                    print(f"{line} [{path.name}]")
         return summarize(results)
     manifest = load_manifest()
     if args.fill_from:

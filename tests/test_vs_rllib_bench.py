@@ -70,7 +70,8 @@ def test_the_parts_make_one_table(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "part1.log: vs_rllib: this project (commit abc1234)" in done.stdout
+    assert "vs_rllib: this project (commit abc1234)" in done.stdout
+    assert "limit 420 s per run [part1.log]" in done.stdout
     assert "geometric mean of RLlib/here over 2 examples" in done.stdout
     assert "1 of the ratios are bounds" in done.stdout
 
