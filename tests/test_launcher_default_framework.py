@@ -93,3 +93,39 @@ def _cartpole_spaces():
 
     env = gym.make("CartPole-v1")
     return {"default_policy": (env.observation_space, env.action_space)}
+
+
+def test_multi_agent_dqn_without_a_framework_trains_numpy_modules_under_the_launcher(hook):
+    """RLlib's multi_agent_cartpole_dqn.py chooses no framework: under the launcher it gets
+    RLlib's default (torch), which multi-agent DQN does not run here; it trains the numpy
+    Q-modules instead, with a warning. A script that asks for torch gets the refusal."""
+    from ray.rllib.algorithms.dqn import DQNConfig as RLlibDQNConfig
+
+    from trainer.errors import ConfigError
+    from trainer.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    def config(framework=None):
+        made = (
+            RLlibDQNConfig()
+            .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+            .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: f"p{aid}")
+            .training(
+                num_steps_sampled_before_learning_starts=32,
+                train_batch_size=16,
+                replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": 1000},
+            )
+            .env_runners(num_env_runners=0)
+        )
+        return made if framework is None else made.framework(framework)
+
+    assert config().framework_str == "torch"
+    with pytest.warns(UserWarning, match="multi-agent DQN trains the numpy Q-modules"):
+        algo = config().build()
+    try:
+        assert algo.config.framework_str == "numpy"
+        result = algo.train()
+        assert {"p0", "p1"} <= set(result["learners"])
+    finally:
+        algo.stop()
+    with pytest.raises(ConfigError, match=r"framework\('torch'\) in a multi-agent config"):
+        config("torch").build()

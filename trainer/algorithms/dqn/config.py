@@ -13,6 +13,7 @@ which imports this module) is named by import path.
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from trainer.algorithms.algorithm_config import AlgorithmConfig, ConfigError, NotProvided
@@ -217,6 +218,20 @@ class DQNConfig(AlgorithmConfig):
             )
 
     def validate(self) -> None:
+        if (
+            self.is_multi_agent
+            and self.framework_str == "torch"
+            and not self.is_given("framework_str")
+        ):
+            # The launcher's default (RLlib's framework, for a script that chose none), not the
+            # script's choice: multi-agent DQN runs on the numpy Q-modules.
+            self.framework_str = "numpy"
+            warnings.warn(
+                "DQNConfig: multi-agent DQN trains the numpy Q-modules here: the script chose "
+                "no framework, and RLlib's default one, torch, runs single-agent DQN only "
+                "(framework('numpy') chooses this without the warning)",
+                stacklevel=2,
+            )
         super().validate()
         self._check_support(f"{type(self).__name__}.training()")
         if self.uses_torch:
