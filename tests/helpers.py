@@ -32,6 +32,22 @@ def small_ppo(num_env_runners: int = 0, env: str = "CartPole-v1", **training) ->
     )
 
 
+def run_code(code: str, timeout: float = 300) -> list[str]:
+    """The words `code` (dedented) prints, run in a fresh Python from the tests folder (so that
+    it imports `helpers`); its exit status must be 0."""
+    import textwrap
+
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
+
+
 def trained_weights(config: Any, iterations: int) -> dict:
     """The weights of an algorithm built from `config` after `iterations` of `train()` (the
     algorithm stopped)."""

@@ -4,14 +4,12 @@ for bit, before and after the torch learner and modules are built."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import textwrap
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import small_ppo
+from helpers import run_code, small_ppo
 
 pytest.importorskip("torch")
 
@@ -31,24 +29,12 @@ def _spaces(env: str) -> SpaceInfo:
     return SpaceInfo.from_spaces(made.observation_space, made.action_space)
 
 
-def _run(code: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="tests",
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.split()
-
-
 @pytest.mark.slow
 def test_a_default_torch_ppo_run_imports_torch_in_no_process_until_a_torch_object_is_asked():
-    output = _run(
+    output = run_code(
         """
         import sys
-        from helpers import small_ppo
+        from helpers import run_code, small_ppo
         from trainer.callbacks import RLlibCallback
 
         class TorchSeen(RLlibCallback):

@@ -4,11 +4,8 @@ hooks included; once a script imports the compiler, torch's own wrappers take ov
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 import pytest
+from helpers import run_code
 
 torch = pytest.importorskip("torch")
 
@@ -16,21 +13,9 @@ from trainer.torch_rl import dynamo_free  # noqa: E402
 from trainer.torch_rl.dynamo_free import optimizer_step  # noqa: E402
 
 
-def _run(code: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="tests",
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.split()
-
-
 @pytest.mark.slow
 def test_a_torch_sac_run_with_a_checkpoint_and_restore_never_imports_the_compiler(tmp_path):
-    output = _run(
+    output = run_code(
         f"""
         import math, sys
         from trainer import SACConfig
@@ -145,7 +130,7 @@ def test_a_pre_hook_that_returns_something_else_is_refused_as_torch_refuses_it(m
 
 
 def test_once_the_compiler_is_imported_torch_s_own_wrappers_take_over():
-    output = _run(
+    output = run_code(
         """
         import sys
         import torch
