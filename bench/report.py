@@ -741,15 +741,22 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
+def _arguments(
+    benchmark: Benchmark, quick: bool, script_args: tuple[str, ...] | None
+) -> tuple[str, ...]:
+    """What runs: the benchmark's script with its arguments (`--quick`'s where it has them,
+    `script_args` instead where given)."""
+    args = benchmark.quick if quick and benchmark.quick is not None else benchmark.args
+    return args if script_args is None else (args[0], *script_args)
+
+
 def run(
     benchmark: Benchmark, quick: bool, timeout: float, script_args: tuple[str, ...] | None = None
 ) -> dict[str, str]:
     """Runs one benchmark in a fresh process, for at most `timeout` seconds or its worst case,
     whichever is longer (with `script_args`: its script with those arguments); returns its
     row."""
-    args = benchmark.quick if quick and benchmark.quick is not None else benchmark.args
-    if script_args is not None:
-        args = (args[0], *script_args)
+    args = _arguments(benchmark, quick, script_args)
     timeout = max(timeout, benchmark.worst_case_s)
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     row = {
@@ -845,10 +852,10 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
             continue
-        shown = benchmark.quick if args.quick and benchmark.quick else benchmark.args
-        if script_args is not None:
-            shown = (shown[0], *script_args)
-        print(f"{benchmark.name}: {_command(shown)}", flush=True)
+        print(
+            f"{benchmark.name}: {_command(_arguments(benchmark, args.quick, script_args))}",
+            flush=True,
+        )
         rows[benchmark.name] = run(benchmark, args.quick, args.timeout, script_args)
         print(f"  {rows[benchmark.name]['result']}", flush=True)
         # Written after each one, so an interrupted report keeps what finished.

@@ -559,10 +559,13 @@ _RUN_LINE = re.compile(
 _HEADER_LINE = re.compile(r"^vs_rllib: .* limit (?P<limit>[\d.]+) s per run$")
 
 
-def runs_from_logs(paths: list[Path]) -> dict[str, dict[str, list[Run]]]:
+def runs_from_logs(
+    paths: list[Path], headers: list[str] | None = None
+) -> dict[str, dict[str, list[Run]]]:
     """The runs earlier invocations printed (their output saved to `paths`), by example and
     side: a long table taken in several sittings, each example's two sides in one. A run of the
-    same example, seed and side in a later file replaces the earlier one."""
+    same example, seed and side in a later file replaces the earlier one. Each file's header
+    lines (its commit, machine and limit) go into `headers`, tagged with the file's name."""
     found: dict[tuple[str, int, str], Run] = {}
     for path in paths:
         limit = None
@@ -570,6 +573,8 @@ def runs_from_logs(paths: list[Path]) -> dict[str, dict[str, list[Run]]]:
             header = _HEADER_LINE.match(line)
             if header:
                 limit = float(header["limit"])
+                if headers is not None:
+                    headers.append(f"{line} [{path.name}]")
                 continue
             run = _RUN_LINE.match(line)
             if run is None:
@@ -641,13 +646,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.timeout <= 0:
         parser.error(f"--timeout {args.timeout}: must be > 0 seconds")
     if args.from_logs:
-        results = runs_from_logs(args.from_logs)
+        headers: list[str] = []
+        results = runs_from_logs(args.from_logs, headers)
         if not results:
             parser.error(f"--from-logs: no runs in {', '.join(map(str, args.from_logs))}")
-        for path in args.from_logs:  # (each part's commit, machine and limit)
-            for line in path.read_text().splitlines():
-                if _HEADER_LINE.match(line):
-                    print(f"{line} [{path.name}]")
+        print("\n".join(headers))
         return summarize(results)
     manifest = load_manifest()
     if args.fill_from:

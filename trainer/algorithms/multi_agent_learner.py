@@ -182,30 +182,31 @@ class MultiAgentLearner(Learner):
                 num_env_steps_sampled_lifetime=num_env_steps_sampled_lifetime,
             )
 
-        if not self._side_by_side(module_ids):
+        threads = self._side_by_side(module_ids)
+        if threads < 2:
             return {module_id: update(module_id) for module_id in module_ids}
         with (
             one_thread_each(),
-            ThreadPoolExecutor(
-                min(len(module_ids), free_cores()), thread_name_prefix="module-update"
-            ) as pool,
+            ThreadPoolExecutor(threads, thread_name_prefix="module-update") as pool,
         ):
             futures = {module_id: pool.submit(update, module_id) for module_id in module_ids}
             return {module_id: future.result() for module_id, future in futures.items()}
 
-    def _side_by_side(self, module_ids: list[Any]) -> bool:
-        """Whether the modules' updates run side by side, each on a thread of its own with one
-        BLAS thread: two or more modules to update, each learner's update its own numpy work
-        (`Learner._updates_independently`: its module, optimizer, RNG and statistics; the numpy
-        products and array operations release the GIL), a core for each of two at least, and
-        BLAS pools this process sizes. The results are the same as one after the other on one
-        BLAS thread each: nothing is shared."""
-        return (
-            len(module_ids) > 1
-            and free_cores() > 1
-            and not user_sized_pools()
-            and all(self.learners[module_id]._updates_independently() for module_id in module_ids)
-        )
+    def _side_by_side(self, module_ids: list[Any]) -> int:
+        """How many modules' updates run side by side, each on a thread of its own with one
+        BLAS thread (0: one after the other): two or more modules to update, each learner's
+        update its own numpy work (`Learner._updates_independently`: its module, optimizer,
+        RNG and statistics; the numpy products and array operations release the GIL), a core
+        for each of two at least, and BLAS pools this process sizes. The results are the same
+        as one after the other on one BLAS thread each: nothing is shared."""
+        if len(module_ids) < 2 or user_sized_pools():
+            return 0
+        threads = min(len(module_ids), free_cores())
+        if threads < 2 or not all(
+            self.learners[module_id]._updates_independently() for module_id in module_ids
+        ):
+            return 0
+        return threads
 
     def update_modules(
         self,

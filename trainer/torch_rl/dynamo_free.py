@@ -114,6 +114,8 @@ class _StepParts(NamedTuple):
     own_post_hooks: Mapping[Any, Callable[..., Any]]
     global_post_hooks: Mapping[Any, Callable[..., Any]]
     record: Callable[[], Any]
+    #: The instance's `step` is a torch lr scheduler's wrapper (which marks the step called).
+    scheduled: bool
 
 
 def _step_parts(optimizer: torch.optim.Optimizer) -> _StepParts | None:
@@ -123,7 +125,8 @@ def _step_parts(optimizer: torch.optim.Optimizer) -> _StepParts | None:
     from torch.optim import optimizer as optimizer_module
 
     own_step = vars(optimizer).get("step")
-    if own_step is not None and not getattr(own_step, "_wrapped_by_lr_sched", False):
+    scheduled = own_step is not None
+    if scheduled and not getattr(own_step, "_wrapped_by_lr_sched", False):
         return None
     step = None if compiler_imported() else _plain_step(optimizer)
     parts = (
@@ -136,7 +139,7 @@ def _step_parts(optimizer: torch.optim.Optimizer) -> _StepParts | None:
     )
     if any(part is None for part in parts):
         return None
-    return _StepParts(*cast(tuple, parts))
+    return _StepParts(*cast(tuple, (*parts, scheduled)))
 
 
 def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
@@ -150,7 +153,7 @@ def optimizer_step(optimizer: torch.optim.Optimizer) -> None:
         optimizer.step()
         return
     skip_until_compiler_imported()
-    if "step" in vars(optimizer):  # (a torch lr scheduler's wrapper: `_step_parts`)
+    if parts.scheduled:
         optimizer._opt_called = True
     args: tuple = (optimizer,)
     kwargs: dict = {}

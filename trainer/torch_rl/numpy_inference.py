@@ -253,15 +253,17 @@ class NumpyInference:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """The distribution inputs `(B, ...)` float32 for a batch `obs` it `accepts` (as the
         torch module reads them: flattened rows, cast to float32)."""
-        rows = obs.reshape(len(obs), self.in_dim)
-        return self._forward(rows.astype(np.float32, copy=False))
+        return self._forward(self._rows(obs))
 
     def step(self, obs: np.ndarray, state: Any) -> tuple[np.ndarray, Any]:
         """A recurrent module's step (`numpy_recurrent_inference`): the distribution inputs
         `(B, ...)` float32 and the state out (each leaf `(B, ...)`) for a batch `obs` it
         `accepts` and the carried states batched (RLlib's layout)."""
-        rows = obs.reshape(len(obs), self.in_dim)
-        return self._forward.step(rows.astype(np.float32, copy=False), state)
+        return self._forward.step(self._rows(obs), state)
+
+    def _rows(self, obs: np.ndarray) -> np.ndarray:
+        """`obs` as the torch module reads it: flattened rows, cast to float32."""
+        return obs.reshape(len(obs), self.in_dim).astype(np.float32, copy=False)
 
 
 def numpy_inference(module: nn.Module) -> NumpyInference | None:

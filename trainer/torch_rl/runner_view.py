@@ -364,9 +364,11 @@ class TorchModuleView:
             return None
         numpy_step = self._numpy_step
         if numpy_step is None or not numpy_step.current():
-            if has_hooks(self.rl_module):
+            if has_hooks(self.rl_module):  # (torch's forward for now, not for good: see below)
                 return None
             numpy_step = self._numpy_step = numpy_recurrent_inference(self.rl_module)
+            # (A structure the numpy step does not compute stays in torch; a forward hook
+            # only while it is registered, checked at each new set of weights.)
             self._torch_steps = numpy_step is None
         return numpy_step
 

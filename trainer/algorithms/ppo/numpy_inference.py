@@ -42,14 +42,13 @@ class NumpyPPOInference:
                 or type(encoder) is not RecurrentActorCriticEncoder
             ):
                 raise NotKnown
-            self.lstm = (
-                {"": NumpyLSTMEncoder(encoder.encoder, watched)}
-                if encoder.shared
-                else {
-                    "actor": NumpyLSTMEncoder(encoder.actor_encoder, watched),
-                    "critic": NumpyLSTMEncoder(encoder.critic_encoder, watched),
-                }
+            shared = bool(encoder.shared)
+            #: The actor's LSTM encoder (the shared one with `vf_share_layers`), and the
+            #: critic's own (None when shared).
+            self.actor_lstm = NumpyLSTMEncoder(
+                encoder.encoder if shared else encoder.actor_encoder, watched
             )
+            self.critic_lstm = None if shared else NumpyLSTMEncoder(encoder.critic_encoder, watched)
         else:
             self.encoder = numpy_mlp_encoder(
                 encoder.encoder if encoder.shared else encoder.actor_encoder, watched
@@ -65,9 +64,9 @@ class NumpyPPOInference:
         """Rows `obs` `(B, D)` and the carried state (`{"h", "c"}`, or `{"actor": ...,
         "critic": ...}` without `vf_share_layers`) -> the distribution inputs and the state
         after the step."""
-        if "" in self.lstm:
-            features, state_out = self.lstm[""].step(obs, state)
+        if self.critic_lstm is None:
+            features, state_out = self.actor_lstm.step(obs, state)
             return self.pi(features), state_out
-        features, actor_state = self.lstm["actor"].step(obs, state["actor"])
-        _, critic_state = self.lstm["critic"].step(obs, state["critic"])
+        features, actor_state = self.actor_lstm.step(obs, state["actor"])
+        _, critic_state = self.critic_lstm.step(obs, state["critic"])
         return self.pi(features), {"actor": actor_state, "critic": critic_state}
