@@ -410,8 +410,9 @@ def test_marwil_gradients_match_finite_differences(env_id, beta, logstd):
         "rewards": rng.standard_normal(n),
         "terminateds": rng.random(n) < 0.3,
     }
+    # The first call freezes the weights the targets come from: the perturbations below leave
+    # them as they are (checked at the end).
     targets = learner.value_targets(batch)
-    learner.value_targets = lambda b: targets
     start = learner.moving_average_sqd_adv_norm
 
     def losses() -> dict:
@@ -439,6 +440,9 @@ def test_marwil_gradients_match_finite_differences(env_id, beta, logstd):
             flat[j] = saved
             numeric = (values[0] - values[1]) / (2 * eps)
             assert flat_grad[j] == pytest.approx(numeric, rel=1e-4, abs=1e-7), (name, j)
+    for param in module.parameters():
+        param += 0.1
+    np.testing.assert_array_equal(learner.value_targets(batch), targets)
 
 
 def _offline_config(data: Path, config_class: type = BCConfig) -> BCConfig:
@@ -483,30 +487,57 @@ def test_bc_and_marwil_learn_cartpole_from_recorded_expert_steps(tmp_path, frame
         assert result["evaluation"]["env_runners"]["episode_return_mean"] >= 150, type(config)
 
 
-def test_a_marwil_checkpoint_restores_weights_optimizer_and_moving_average(tmp_path):
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_a_marwil_checkpoint_restores_weights_optimizer_moving_average_and_targets(
+    tmp_path, framework
+):
+    """The value targets come from the module's weights at the first update for the whole
+    run (RLlib 2.60's OfflinePreLearner maps the dataset once, with the learner's weights
+    when reading began); a checkpoint keeps them, so a restored run goes on with the same
+    targets."""
     pq.write_table(_expert_table(1000), tmp_path / "expert.parquet")
     config = (
         _offline_config(tmp_path, MARWILConfig)
+        .framework(framework)
         .evaluation(evaluation_interval=None, evaluation_num_env_runners=0)
         .training(moving_average_sqd_adv_norm_update_rate=0.1)
     )
     first = config.build()
     try:
+        initial = first.learner.get_state()
+        assert "value_targets_weights" not in initial
         for _ in range(2):
             first.train()
         path = first.save_to_path(str(tmp_path / "ckpt"))
         resumed = Algorithm.from_checkpoint(path)
+        expected = first.learner.get_state()
+        rng = np.random.default_rng(0)
+        batch = {
+            "new_obs": rng.standard_normal((5, 4)).astype(np.float32),
+            "rewards": np.ones(5, np.float32),
+            "terminateds": np.array([False, True, False, False, False]),
+        }
+        if framework == "torch":
+            import torch
+
+            batch = {key: torch.as_tensor(value) for key, value in batch.items()}
+        targets = np.asarray(first.learner.value_targets(batch))
     finally:
         first.stop()
     try:
         assert type(resumed).__name__ == "MARWIL"
-        expected, state = first.learner.get_state(), resumed.learner.get_state()
+        state = resumed.learner.get_state()
         assert state["moving_average_sqd_adv_norm"] == expected["moving_average_sqd_adv_norm"]
         assert expected["moving_average_sqd_adv_norm"] != 100.0
         for name, weights in expected["module"].items():
             np.testing.assert_array_equal(state["module"][name], weights, err_msg=name)
-        np.testing.assert_array_equal(state["optimizer"]["m"], expected["optimizer"]["m"])
+            # The targets' weights: the module's before its first update, kept as it trains.
+            np.testing.assert_array_equal(
+                state["value_targets_weights"][name], initial["module"][name], err_msg=name
+            )
+            assert not np.array_equal(weights, initial["module"][name]), name
         assert math.isfinite(resumed.train()["learners"]["default_policy"]["total_loss"])
+        np.testing.assert_array_equal(np.asarray(resumed.learner.value_targets(batch)), targets)
     finally:
         resumed.stop()
 

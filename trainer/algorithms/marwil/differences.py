@@ -8,11 +8,12 @@ from trainer.algorithms.registry import BEHAVIOUR, Difference
 #: MARWIL's deliberate differences (`AlgorithmEntry.differences`).
 DIFFERENCES: tuple[Difference, ...] = (
     Difference(
-        "MARWIL value targets",
-        "r + gamma * V(s') with the module's current weights at each update",
-        "RLlib's OfflinePreLearner computes them (GAE over one-step episodes, lambda 1: the "
-        "same formula) once per read with the weights the learner had when reading began, "
-        "which it does not update",
+        "MARWIL value targets after a restore",
+        "r + gamma * V(s') with the weights frozen at the run's first update, which the "
+        "checkpoint holds (value_targets_weights): a restored run goes on with the same targets",
+        "RLlib 2.60's OfflinePreLearner maps the dataset once with the weights the learner has "
+        "when reading begins (GAE over one-step episodes, lambda 1: the same formula) and never "
+        "updates them; a restored run begins reading again, with the restored weights",
         BEHAVIOUR,
     ),
     Difference(

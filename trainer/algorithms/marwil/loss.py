@@ -4,7 +4,9 @@ once for torch, side by side, with the same terms, statistics and keys. On a bat
 transitions (s, a, r, s', d), d whether the episode terminated there:
 
     V_target = r + gamma (1 - d) V(s')                 RLlib's GAE over its one-step episodes,
-                                                       lambda 1 (no gradient flows through it)
+                                                       lambda 1 (no gradient flows through it;
+                                                       V with the weights of the first update:
+                                                       the learners')
     A        = V_target - V(s)                         advantage
     c^2     <- c^2 + rate (mean(A^2) - c^2)            moving average of the squared advantages
                                                        (moving_average_sqd_adv_norm_update_rate)

@@ -1,12 +1,16 @@
 """MARWIL's torch learner, RLlib 2.60's `MARWILTorchLearner`: MARWIL's loss (`loss.py`) on a
 torch module with a value function, RLlib's `DefaultPPOTorchRLModule` by default. The value
-targets come from the module's value function on `new_obs`, outside the graph; the advantage
-weights are detached, as RLlib's."""
+targets come from the value function on `new_obs`, outside the graph, with the module's
+weights as they were at the first update (a frozen copy of the module: see
+`trainer.algorithms.marwil.marwil_learner`); the advantage weights are detached, as RLlib's."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from trainer.algorithms.marwil.loss import torch_loss, value_targets
@@ -34,14 +38,40 @@ class MARWILTorchLearner(MovingAverageState, TorchLearner):
                 f"value function (ValueFunctionAPI); {type(self.rl_module).__name__} has none"
             )
         self.start_moving_average()
+        #: The module that holds the value targets' weights, and the weights it was built for.
+        self._value_targets_module: tuple[Any, Any] = (None, None)
 
-    def value_targets(self, batch: dict[str, Any]) -> torch.Tensor:
-        """One-step targets V_target = r + gamma (1 - d) V(s'), without a graph."""
+    def value_targets(self, batch: dict[str, Any], *, freeze: bool = True) -> torch.Tensor:
+        """One-step targets V_target = r + gamma (1 - d) V(s'), without a graph, with the
+        value targets' weights (`freeze`: see `MovingAverageState.next_values`)."""
         with torch.no_grad():
-            next_values = self.rl_module.compute_values({Columns.OBS: batch[C.NEXT_OBS]})
+            next_obs = {Columns.OBS: batch[C.NEXT_OBS]}
+            next_values = self.next_values(
+                self.rl_module, lambda module: module.compute_values(next_obs), freeze=freeze
+            )
             rewards = batch[C.REWARDS].to(next_values.dtype)
             terminateds = batch[C.TERMINATEDS].to(next_values.dtype)
             return value_targets(rewards, terminateds, next_values, self.config.gamma)
+
+    # The value targets' weights: the module's state (arrays by parameter name, as the learner
+    # state's "module"), computed with by a copy of the module that holds them.
+    def _frozen_value_weights(self) -> dict[str, np.ndarray]:
+        return {key: np.array(value) for key, value in self.rl_module.get_state().items()}
+
+    def _copy_value_weights(self, weights: Any) -> dict[str, np.ndarray]:
+        return {key: np.array(value) for key, value in weights.items()}
+
+    def _check_value_weights(self, weights: Any, where: str) -> None:
+        self._check_module_state(weights, where)
+
+    def _use_value_weights(self, compute: Callable[[Any], Any]) -> Any:
+        weights, frozen = self._value_targets_module
+        if weights is not self.value_targets_weights:  # frozen or restored since it was built
+            frozen = copy.deepcopy(self.rl_module)
+            frozen.set_state(self.value_targets_weights)
+            frozen.requires_grad_(False)
+            self._value_targets_module = (self.value_targets_weights, frozen)
+        return compute(frozen)
 
     def compute_loss_for_module(
         self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
