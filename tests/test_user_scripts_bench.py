@@ -123,6 +123,10 @@ def test_section_between_markers(tmp_path, monkeypatch, manifest):
     page = tmp_path / "page.md"
     page.write_text("# head\n\nkeep me\n", encoding="utf-8")
     monkeypatch.setattr(us, "PAGE", page)
+    # The README's line goes to a copy: the test writes nothing of the repository's.
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n" + "OLD".join(us.README_MARKERS) + "\n", encoding="utf-8")
+    monkeypatch.setattr(us, "README", readme)
     first = manifest["scripts"][0]["name"]
     results = {
         us.HERE: {first: {"result": us.FAIL, "detail": "E: x | y", "seconds": 3.0}},
@@ -135,3 +139,5 @@ def test_section_between_markers(tmp_path, monkeypatch, manifest):
     assert text.count(us.PAGE_MARKERS[0]) == 1 and "keep me" in text
     assert "E: x \\| y" in text
     assert f"{len(manifest['scripts'])} scripts from" in text
+    line = readme.read_text(encoding="utf-8")
+    assert "OLD" not in line and f"{len(manifest['scripts'])} scripts from" in line
