@@ -8,7 +8,8 @@ pointed into it, so Tune's `~/ray_results` stays there), killed whole at the tim
 with the processes Ray starts outside the group. Every run gets `--as-test`: the script stops
 at its stop reward and exits non-zero when its budget (env steps, iterations) ran out first. A
 run *reaches* when it exits 0 within the limit; one that does not counts as the time limit
-(a lower bound on its time to the reward). The two sides alternate (seed 0: here, then RLlib;
+(a lower bound on its time to the reward). An example that neither side reaches in any run has
+no ratio, not even a bound: it is named on a line of its own and left out of the targets. The two sides alternate (seed 0: here, then RLlib;
 seed 1: RLlib, then here; ...), so the machine's drift hits both alike. One run at a time.
 
 Seeds: RLlib 2.60's `add_rllib_example_script_args` defines no `--seed` (a script's
@@ -530,9 +531,14 @@ def summarize(results: dict[str, dict[str, list[Run]]]) -> int:
     )
     ratios: dict[str, float] = {}
     bounds = 0
+    #: Examples neither side reached in any run: both times are limits, so there is no ratio
+    #: (not even a bound) to hold against the targets.
+    neither: list[str] = []
     for name, runs in results.items():
         here, rllib = runs[HERE], runs.get(RLLIB, [])
-        if rllib:
+        if rllib and not any(run.reached for run in here + rllib):
+            neither.append(name)
+        elif rllib:
             ratios[name] = ratio(here, rllib)
             bounds += not all(run.reached for run in here + rllib)
         print(
@@ -543,6 +549,8 @@ def summarize(results: dict[str, dict[str, list[Run]]]) -> int:
     if ratios:
         for line in targets(ratios, bounds):
             print(line)
+        if neither:
+            print(f"no ratio (neither side reached its stop in any run): {', '.join(neither)}")
     else:
         print(
             f"(--here-only: no ratios; targets: each >= {TARGET_EACH:g}x, geomean >= "

@@ -44,10 +44,13 @@ def test_the_parts_make_one_table(tmp_path):
             "  ppo/cartpole_ppo seed 1: here      6.0 s  reached",
             "  dqn/cartpole_dqn seed 0: here     10.0 s  reached",  # (a rerun: replaces)
             "  dqn/cartpole_dqn seed 0: RLlib   100.0 s  not reached (exit status 1: budget)",
+            "  tqc/pendulum_tqc seed 0: here     30.0 s  not reached (exit status 1: budget)",
+            "  tqc/pendulum_tqc seed 0: RLlib    90.0 s  not reached (exit status 1: budget)",
         ],
     )
     results = vs_rllib.runs_from_logs([first, second])
-    assert list(results) == ["ppo/cartpole_ppo", "dqn/cartpole_dqn"]  # (the examples' order)
+    # (The examples' order.)
+    assert list(results) == ["ppo/cartpole_ppo", "dqn/cartpole_dqn", "tqc/pendulum_tqc"]
     assert [run.wall for run in results["ppo/cartpole_ppo"]["here"]] == [4.0, 6.0]
     assert (
         vs_rllib.ratio(results["ppo/cartpole_ppo"]["here"], results["ppo/cartpole_ppo"]["RLlib"])
@@ -72,8 +75,10 @@ def test_the_parts_make_one_table(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "vs_rllib: this project (commit abc1234)" in done.stdout
     assert "limit 420 s per run [part1.log]" in done.stdout
+    # Neither side reached TQC's stop: no ratio, named apart from the targets.
     assert "geometric mean of RLlib/here over 2 examples" in done.stdout
     assert "1 of the ratios are bounds" in done.stdout
+    assert "no ratio (neither side reached its stop in any run): tqc/pendulum_tqc" in done.stdout
 
 
 def test_a_log_without_runs_is_refused(tmp_path):
