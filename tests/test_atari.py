@@ -33,6 +33,7 @@ def test_ale_ids_with_or_without_the_prefix_name_the_same_game():
     assert PPOConfig().environment("ALE/Breakout-v5").env == "ALE/Breakout-v5"
 
 
+@pytest.mark.slow
 def test_ppo_trains_on_pong_frames_through_rllibs_wrapper():
     pytest.importorskip("torch")
     register_env("pong64", _pong)

@@ -29,6 +29,10 @@ from trainer.algorithms.ppo.ppo_learner import shuffled_minibatches, standardize
 from trainer.compat.rllib_settings import IgnoredSettingWarning
 from trainer.runners.env_runner_group import spaces_of
 
+# Learner worker processes in every test: the whole file is in the slow tier (the fast tier's
+# budget, tests/test_suite_budget.py).
+pytestmark = pytest.mark.slow
+
 
 def _config(framework: str, num_learners: int, backend: str = "processes", **training) -> PPOConfig:
     return (

@@ -703,6 +703,7 @@ def _world_model_losses(algo: DreamerV3, iterations: int) -> list[float]:
     return losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [1e-3, 0.0])
 def test_it_learns_on_a_worker_process_and_not_at_rate_0(rate):
     """The world model's loss falls over 40 steps on a worker process's FrozenLake episodes; with
@@ -754,6 +755,7 @@ class TwoArmedBandit(gym.Env):
         return np.ones(2, np.float32), float(action == 1), True, False, {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [1e-3, 0.0])
 def test_the_actor_learns_from_dreams_and_not_at_rate_0(rate):
     """The greedy policy picks the paying arm of a two-armed bandit after 100 steps (the world

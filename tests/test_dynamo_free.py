@@ -129,6 +129,7 @@ def test_a_pre_hook_that_returns_something_else_is_refused_as_torch_refuses_it(m
         optimizer_step(optimizer)
 
 
+@pytest.mark.slow
 def test_once_the_compiler_is_imported_torch_s_own_wrappers_take_over():
     output = run_code(
         """

@@ -28,6 +28,7 @@ def _moved(before: dict, after: dict) -> bool:
     return any(not np.array_equal(before[k], after[k]) for k in before)
 
 
+@pytest.mark.slow
 def test_sac_trains_on_mujoco_halfcheetah():
     config = (
         SACConfig()
@@ -68,6 +69,7 @@ def test_a_missing_family_is_refused_at_environment_with_its_extra():
     )
 
 
+@pytest.mark.slow
 def test_dm_control_tasks_train_and_render_without_a_display():
     from trainer.env.wrappers.dm_control_wrapper import ActionClip, DMCEnv
 

@@ -95,6 +95,7 @@ def _cartpole_spaces():
     return {"default_policy": (env.observation_space, env.action_space)}
 
 
+@pytest.mark.slow
 def test_multi_agent_dqn_without_a_framework_trains_numpy_modules_under_the_launcher(hook):
     """RLlib's multi_agent_cartpole_dqn.py chooses no framework: under the launcher it gets
     RLlib's default (torch), which multi-agent DQN does not run here; it trains the numpy

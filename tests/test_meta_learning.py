@@ -124,6 +124,7 @@ def _net_params(params: dict) -> dict:
     return {name.removeprefix("net."): value for name, value in params.items()}
 
 
+@pytest.mark.slow
 def test_meta_learning_lowers_the_loss_after_a_few_shots():
     """A thousand meta updates: fine-tuned on a new task's 5 points for 5 SGD steps, the
     meta-learned weights fit it better than the same steps from the initial weights (about
@@ -182,6 +183,7 @@ def test_bad_input_is_refused_by_name():
         learner.update(training_data=other)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_rllibs_maml_example_runs_through_the_launcher(tmp_path):
     """RLlib's `maml_lr_supervised_learning.py`, unmodified, with its CI arguments but fewer

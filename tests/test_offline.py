@@ -640,6 +640,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 @pytest.mark.parametrize(("module", "config"), [("bc", "BCConfig"), ("marwil", "MARWILConfig")])
 def test_an_rllib_offline_script_runs_unmodified_through_the_launcher(tmp_path, module, config):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.mark.slow
 def test_a_custom_algorithm_written_as_rllibs_docs_write_it_builds_and_trains(hook):
     from ray.rllib.algorithms.algorithm import Algorithm
     from ray.rllib.algorithms.ppo import PPO, PPOConfig

@@ -458,6 +458,7 @@ print("qf_loss" in result["learners"]["default_policy"])
 """
 
 
+@pytest.mark.slow
 @pytest.mark.cli
 def test_an_rllib_sac_script_runs_through_the_launcher(tmp_path):
     ran = run_script(tmp_path, RLLIB_SAC_SCRIPT)

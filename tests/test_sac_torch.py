@@ -552,6 +552,7 @@ def test_a_seeded_torch_module_starts_from_the_numpy_modules_weights():
             np.testing.assert_array_equal(got[name], value, err_msg=name)
 
 
+@pytest.mark.slow
 def test_steps_on_256_wide_networks_time_one_torch_thread_against_two():
     """SAC's minibatch steps through RLlib's default 256x256 networks are large products: one
     thread or two, timed (`TorchLearner.times_large_linear_steps`); a seeded run stays on
