@@ -226,16 +226,18 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
     # run's own stop criteria (run.json). An untrained greedy policy sometimes balances for
     # 500 steps, so the saved iteration's evaluation may already have reached 475: then the
     # resume says so and trains nothing, and the run continues without the reward target.
+    # (The resumes need no signal: they run in this process, `run_cli`.)
     reached = json.loads((run / "result.json").read_text().splitlines()[-1])
     if reached["evaluation"]["env_runners"]["episode_return_mean"] >= 475:
-        done = Cli("--resume", "--stop-iters", str(last + 1), cwd=tmp_path)
-        assert done.finish() == 0, done.output
+        done = run_cli("--resume", "--stop-iters", str(last + 1), cwd=tmp_path)
+        output = done.stdout + done.stderr
+        assert done.returncode == 0, output
         assert re.search(
             rf"^the run already reached its stop criterion at iteration {last} \(reached "
             r"evaluation mean return [\d.]+ >= 475\): nothing to train",
-            done.output,
+            output,
             re.M,
-        ), done.output
+        ), output
         flags: tuple[str, ...] = ("--stop-reward", "none")
         stop_line = f"stop at: 200000 env steps or {last + 1} iterations (flags and run.json)"
     else:
@@ -244,12 +246,13 @@ def test_no_arguments_prints_the_defaults_and_ctrl_c_saves_then_resume_continues
             f"stop at: evaluation mean return >= 475 or 200000 env steps or {last + 1} "
             "iterations (flags and run.json)"
         )
-    resumed = Cli("--resume", "--stop-iters", str(last + 1), *flags, cwd=tmp_path)
-    assert resumed.finish() == 0, resumed.output
-    assert f"resumed from {run}/checkpoint_{last:06d} at iteration {last}" in resumed.output
-    assert stop_line in resumed.output
-    assert "preset:" not in resumed.output  # a resumed run keeps its own settings
-    assert re.findall(r"^iter +(\d+)", resumed.output, re.M) == [str(last + 1)]
+    resumed = run_cli("--resume", "--stop-iters", str(last + 1), *flags, cwd=tmp_path)
+    output = resumed.stdout + resumed.stderr
+    assert resumed.returncode == 0, output
+    assert f"resumed from {run}/checkpoint_{last:06d} at iteration {last}" in output
+    assert stop_line in output
+    assert "preset:" not in output  # a resumed run keeps its own settings
+    assert re.findall(r"^iter +(\d+)", output, re.M) == [str(last + 1)]
     results = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
     assert [r["training_iteration"] for r in results] == list(range(1, last + 2))
     assert results[-1]["iterations_since_restore"] == 1

@@ -112,7 +112,11 @@ def test_the_ray_workers_of_a_process_the_script_starts_load_its_checkpoint(tmp_
         from ray.rllib.algorithms.ppo import PPOConfig
         from ray.rllib.core import Columns
 
-        algo = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0).build()
+        # (a small iteration: RLlib's default PPO one, 30 epochs over 4000 steps, took 4 s)
+        algo = (
+            PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+            .training(train_batch_size=200, minibatch_size=100, num_epochs=1).build()
+        )
         algo.train()
         path = Path(algo.save("checkpoint").checkpoint.path)
         module_path = path / "learner_group" / "learner" / "rl_module" / "default_policy"

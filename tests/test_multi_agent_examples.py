@@ -1,23 +1,25 @@
 """RLlib 2.60's multi-agent example scripts, unmodified, through the RLlib-script launcher
-(`python -m trainer run SCRIPT ARGS`, each in a subprocess as a user runs it) with the arguments
-RLlib's CI gives them, reaching RLlib's own stop criteria (those that reach it within a minute;
-the longer runs, custom_heuristic_policy.py and rock_paper_scissors_learned_vs_learned.py, are
-rows of `bench/rllib_examples.py`, docs/rllib_compatibility.md); and the per-agent observation
-pieces (`FlattenObservations(multi_agent=True, agent_ids=...)`) those scripts use, through the
-public API."""
+(`python -m trainer run SCRIPT ARGS`, run in the test process through `trainer.cli.main` by
+tests/cli_in_process.py: a fresh interpreter's start cost about 3 s a script) with the
+arguments RLlib's CI gives them, reaching RLlib's own stop criteria (those that reach it within
+a minute; the longer runs, custom_heuristic_policy.py and
+rock_paper_scissors_learned_vs_learned.py, are rows of `bench/rllib_examples.py`,
+docs/rllib_compatibility.md); and the per-agent observation pieces
+(`FlattenObservations(multi_agent=True, agent_ids=...)`) those scripts use, through the public
+API."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from cli_in_process import run_cli
 from helpers import rllib_example
 
 from trainer import PPOConfig, launcher
@@ -31,7 +33,9 @@ RUN_TIMEOUT_S = 280
 
 
 def run_example(tmp_path: Path, relative: str, *args: str) -> tuple[str, dict]:
-    """Runs the example through the launcher; returns its output and the launcher's report."""
+    """Runs the example through the launcher (`python -m trainer run`, in this process: the
+    same `main(argv)`, without the interpreter's start, see tests/cli_in_process.py); returns
+    its output and the launcher's report."""
     report = tmp_path / "report.json"
     env = dict(
         os.environ,
@@ -40,13 +44,8 @@ def run_example(tmp_path: Path, relative: str, *args: str) -> tuple[str, dict]:
         LOCALRL_LAUNCHER_REPORT=str(report),
     )
     env.pop(launcher.ENV_VAR, None)
-    result = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(rllib_example(relative)), *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
+    result = run_cli(
+        "run", str(rllib_example(relative)), *args, cwd=tmp_path, env=env, timeout=RUN_TIMEOUT_S
     )
     output = result.stdout + result.stderr
     assert report.exists(), output[-3000:]

@@ -1,7 +1,9 @@
 """The main job's presets over the classic-control suite and bench/compare.py's tables: every
 (algorithm, env) of the suite resolves to a preset that applies and validates, says where it
 came from, and the bench's rl-zoo entries turn into Stable-Baselines3's arguments (without
-Stable-Baselines3 installed: it stays optional)."""
+Stable-Baselines3 installed: it stays optional). The main job runs as `python -m trainer ARGS`
+through `trainer.cli.main(argv)` in this process (`run_cli`, tests/cli_in_process.py: the same
+exit status and output as a subprocess, without a fresh interpreter's start)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ import inspect
 import json
 import math
 import pathlib
-import subprocess
 import sys
 
 import gymnasium as gym
 import pytest
+from cli_in_process import run_cli
 
 from trainer import DQNConfig, PPOConfig, SACConfig
 from trainer.algorithms.presets import TUNED_HERE
@@ -95,13 +97,11 @@ def test_a_pair_without_a_preset_says_so_and_an_env_class_has_none():
 
 @pytest.mark.slow
 def test_the_clis_first_line_names_a_preset_tuned_here(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "trainer", "--env", "Acrobot-v1", "--stop-iters", "1"]
-        + ["--train-batch-size", "256", "--minibatch-size", "128", "--num-epochs", "1"]
-        + ["--output-dir", "run"],
+    done = run_cli(
+        *["--env", "Acrobot-v1", "--stop-iters", "1"],
+        *["--train-batch-size", "256", "--minibatch-size", "128", "--num-epochs", "1"],
+        *["--output-dir", "run"],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
@@ -179,11 +179,9 @@ def test_the_main_job_on_each_preset_prints_no_warning_twice(algo, env, tmp_path
     about once per value."""
     if _needs_missing_box2d(env):
         pytest.skip("LunarLander needs Box2D (pip install 'gymnasium[box2d]')")
-    done = subprocess.run(
-        [sys.executable, "-m", "trainer", "--algo", algo, "--env", env, "--stop-iters", "2"]
-        + ["--output-dir", str(tmp_path / "run")],
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        *["--algo", algo, "--env", env, "--stop-iters", "2"],
+        *["--output-dir", str(tmp_path / "run")],
         timeout=300,
         cwd=tmp_path,
     )
@@ -227,12 +225,10 @@ def test_sacs_pendulum_default_is_the_faster_preset_and_rllibs_is_one_flag_away(
     assert config.model_config["fcnet_hiddens"] == [64, 64]
 
     def first_line(out: str, *flags: str) -> tuple[str, list]:
-        done = subprocess.run(
-            [sys.executable, "-m", "trainer", "--algo", "SAC", "--env", "Pendulum-v1"]
-            + ["--stop-iters", "1", "--output-dir", out, *flags],
+        done = run_cli(
+            *["--algo", "SAC", "--env", "Pendulum-v1"],
+            *["--stop-iters", "1", "--output-dir", out, *flags],
             cwd=tmp_path,
-            capture_output=True,
-            text=True,
             timeout=120,
         )
         assert done.returncode == 0, done.stderr[-2000:]
@@ -288,11 +284,9 @@ def test_the_main_job_solves_cartpole_with_appos_preset(tmp_path):
     """`python -m trainer --algo APPO` on CartPole: the preset tuned here reaches a mean return
     of 400 before its 3M env steps run out (seconds on 2 cores: bench/appo.py measures the
     time; the limit here only bounds a hang, so that a loaded machine does not fail it)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "trainer", "--algo", "APPO", "--env", "CartPole-v1"]
-        + ["--stop-reward", "400", "--stop-timesteps", "3000000", "--output-dir", "run"],
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        *["--algo", "APPO", "--env", "CartPole-v1"],
+        *["--stop-reward", "400", "--stop-timesteps", "3000000", "--output-dir", "run"],
         timeout=600,
         cwd=tmp_path,
     )

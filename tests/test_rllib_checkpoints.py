@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_in_process import run_cli
 from helpers import run_rllib_script, written_once
 
 pytest.importorskip("ray.rllib", reason="needs Ray 2.60 with RLlib's imports (the test extra)")
@@ -35,6 +36,13 @@ from ray.rllib.connectors.env_to_module import MeanStdFilter
 from ray.rllib.core.rl_module.rl_module import RLModule
 
 out = sys.argv[1]
+# RLlib's EnvRunnerGroup puts its config into Ray's object store even without remote EnvRunners,
+# which starts Ray: a Ray of its own (never another process's), without CPUs (nothing here runs
+# as a Ray task or actor: no worker process is prestarted) and without the dashboard, starts in
+# about half the time of `ray.init()`'s defaults.
+import ray
+
+ray.init(address="local", num_cpus=0, include_dashboard=False)
 cartpole = (
     PPOConfig()
     .environment("CartPole-v1")
@@ -66,7 +74,10 @@ sac = (
     SACConfig()
     .environment("Pendulum-v1")
     .env_runners(num_env_runners=0)
-    .training(num_steps_sampled_before_learning_starts=100)
+    .training(num_steps_sampled_before_learning_starts=10)
+    # (an iteration of 20 env steps, not SAC's 100 and at least 1 s: about 10 updates in RLlib's
+    # iteration, and 20, not 100 or more, in the one the restored algorithm trains in the tests)
+    .reporting(min_sample_timesteps_per_iteration=20, min_time_s_per_iteration=0)
     .debugging(seed=0)
 )
 runs = (
@@ -121,13 +132,19 @@ for name, config, env in modules:
     with torch.no_grad():
         inputs = module.forward_inference({"obs": torch.from_numpy(obs)})["action_dist_inputs"]
     np.savez(f"{out}/{name}_outputs.npz", obs=obs, action_dist_inputs=inputs.numpy())
-print("saved")
+ray.shutdown()
+print("saved", flush=True)
+# Every file is written and closed, and Ray's processes are gone: the interpreter's teardown
+# (torch's and Ray's modules, seconds on a busy machine) is skipped.
+import os
+
+os._exit(0)
 """
 
 
 @pytest.fixture(scope="module")
 def rllib_checkpoints(tmp_path_factory) -> Path:
-    """The folder RLLIB_SCRIPT wrote (about 20 s of RLlib), once per test run."""
+    """The folder RLLIB_SCRIPT wrote (about 15 s of RLlib), once per test run."""
     return written_once(
         tmp_path_factory,
         "rllib_checkpoints",
@@ -337,13 +354,10 @@ def test_modules_written_here_load_in_rllib_with_the_same_outputs(tmp_path):
             folder = tmp_path / name
             if name == "ppo_numpy":
                 checkpoint = algo.save_to_path(tmp_path / "checkpoint")
-                command = [sys.executable, "-m", "trainer", "export", str(checkpoint)]
-                done = subprocess.run(
-                    [*command, "--format", RLLIB, "--output", str(folder)],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                )
+                # (in this process, tests/cli_in_process.py: RLlib reads what it wrote in a
+                # fresh interpreter below)
+                command = ["export", str(checkpoint), "--format", RLLIB, "--output", str(folder)]
+                done = run_cli(*command, cwd=tmp_path, timeout=120)
                 assert done.returncode == 0, done.stderr[-2000:]
             elif name == "dqn_numpy":  # RLlib's name for it
                 algo.export_policy_checkpoint(str(folder))

@@ -323,7 +323,10 @@ def test_asha_stops_the_bad_trials_early(tmp_path):
         tune_config=tune.TuneConfig(
             metric=RETURN,
             mode="max",
-            max_concurrent_trials=2,
+            # One trial at a time, each in the actor of the one before it (one process to
+            # start, not four): ASHA compares each trial at its rungs with the trials before.
+            max_concurrent_trials=1,
+            reuse_actors=True,
             scheduler=tune.schedulers.ASHAScheduler(
                 time_attr="training_iteration", max_t=max_t, grace_period=1, reduction_factor=2
             ),
@@ -468,7 +471,8 @@ DRIVER = textwrap.dedent(
     tune.Tuner(
         "PPO",
         param_space=config,
-        tune_config=tune.TuneConfig(max_concurrent_trials=1),
+        # reuse_actors: a trial runs in the actor of the one before it (fewer processes).
+        tune_config=tune.TuneConfig(max_concurrent_trials=1, reuse_actors=True),
         run_config=tune.RunConfig(
             storage_path=storage, name="killed", verbose=0, callbacks=[Progress()],
             stop={"training_iteration": ITERATIONS},
@@ -572,6 +576,8 @@ def test_a_sac_grid_search_runs_each_trial(tmp_path):
     results = tune.Tuner(
         "SAC",
         param_space=config,
+        # The second trial runs in the first one's actor (one process to start, not two).
+        tune_config=tune.TuneConfig(max_concurrent_trials=1, reuse_actors=True),
         run_config=run_config(tmp_path, name="sac", stop={"training_iteration": 1}),
     ).fit()
     assert results.num_errors == 0
@@ -591,6 +597,8 @@ def test_a_grid_over_envs_in_the_environment_section_runs_a_trial_per_env(tmp_pa
     results = tune.Tuner(
         "PPO",
         param_space=config,
+        # The second trial runs in the first one's actor, its algorithm rebuilt for its env.
+        tune_config=tune.TuneConfig(max_concurrent_trials=1, reuse_actors=True),
         run_config=run_config(tmp_path, name="envs", stop={"training_iteration": 1}),
     ).fit()
     assert results.num_errors == 0

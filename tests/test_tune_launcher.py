@@ -129,7 +129,12 @@ def test_an_algorithm_restores_from_a_tune_checkpoint(tmp_path):
     from trainer import PPOConfig
     from trainer.testing import check
 
-    config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size=200, minibatch_size=100, num_epochs=1)  # a quick iteration
+    )
     with config.build() as trained:
         trained.train()
         trained.save_to_path(str(tmp_path / "checkpoint"))
