@@ -16,6 +16,7 @@ with the same targets.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -30,7 +31,7 @@ from trainer.offline import columns as C
 VALUE_TARGETS_WEIGHTS = "value_targets_weights"
 
 
-class MovingAverageState:
+class MovingAverageState(ABC):
     """The learners' state beyond the module and the optimizer (numpy and torch learners
     alike): the moving average c^2 of the squared advantages (`moving_average_sqd_adv_norm`,
     which the loss moves at each batch with beta > 0), its start and its checkpoint key; and
@@ -49,8 +50,8 @@ class MovingAverageState:
 
     def get_extra_state(self) -> dict:
         state: dict[str, Any] = {"moving_average_sqd_adv_norm": self.moving_average_sqd_adv_norm}
-        if self.value_targets_weights is not None:
-            state[VALUE_TARGETS_WEIGHTS] = self.value_targets_weights
+        if self.value_targets_weights is not None:  # a copy, as the rest of the state
+            state[VALUE_TARGETS_WEIGHTS] = self._copy_value_weights(self.value_targets_weights)
         return state
 
     def check_extra_state(self, state: dict, where: str) -> None:
@@ -83,22 +84,22 @@ class MovingAverageState:
         return self._use_value_weights(compute)
 
     # The backend's part (numpy here; the torch learner's own).
+    @abstractmethod
     def _frozen_value_weights(self) -> Any:
         """A copy of the module's current weights."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _copy_value_weights(self, weights: Any) -> Any:
         """`weights` (from a learner state) as this backend keeps them, copied."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _check_value_weights(self, weights: Any, where: str) -> None:
         """Raises `StateError` unless `weights` fit the module."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _use_value_weights(self, compute: Callable[[Any], Any]) -> Any:
         """`compute(module)` for a module with `value_targets_weights`, the learner's module
         left as it was."""
-        raise NotImplementedError
 
     def agree_on_moving_average(self) -> None:
         """After an update's loss: the moving average becomes its mean over the data-parallel
