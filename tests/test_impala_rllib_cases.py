@@ -474,6 +474,54 @@ def test_target_network_updates_after_the_configured_env_steps_trained(framework
         algo.stop()
 
 
+@pytest.mark.parametrize("multi_agent", [False, True], ids=["single-agent", "multi-agent"])
+def test_the_target_clock_counts_each_train_batch_once(multi_agent):
+    """Through the algorithm, the target network's clock is RLlib 2.60's
+    `NUM_ENV_STEPS_TRAINED_LIFETIME` as its algorithm hands it to the learner: each train batch's
+    env steps once, however often the circular buffer hands the batch out (RLlib's learner
+    returns one result per batch queued), and the same env-step clock for every module. Here
+    every batch is trained on twice: the env steps trained are about twice the clock, which
+    stays within the env steps sampled, and the target follows the module every 2 * 2 * 100
+    steps of it."""
+    config = (
+        APPOConfig()
+        .environment(
+            MultiAgentCartPole if multi_agent else "CartPole-v1",
+            env_config={"num_agents": 2} if multi_agent else {},
+        )
+        .env_runners(num_env_runners=0, rollout_fragment_length=50)
+        .training(
+            train_batch_size_per_learner=100,
+            circular_buffer_num_batches=2,
+            circular_buffer_iterations_per_batch=2,
+            target_network_update_freq=1,
+        )
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=1000)
+        .debugging(seed=0)
+    )
+    if multi_agent:
+        config.multi_agent(
+            policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, *a, **k: f"p{agent_id}"
+        )
+    algo = config.build()
+    try:
+        for _ in range(3):
+            result = algo.train()
+        learner = algo.learner
+        learners = list(learner.learners.values()) if multi_agent else [learner]
+        sampled = result["num_env_steps_sampled_lifetime"]
+        trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        clocks = {each.num_env_steps_trained for each in learners}
+        assert len(clocks) == 1, clocks  # one env-step clock for every module
+        (clock,) = clocks
+        assert 0 < clock <= sampled < trained, (clock, sampled, trained)
+        assert clock % 100 == 0 and clock * 2 >= trained, (clock, trained)
+        for each in learners:
+            assert 0 < each.last_target_update_ts <= clock < each.last_target_update_ts + 400
+    finally:
+        algo.stop()
+
+
 # -- test_impala.py, test_appo.py -----------------------------------------------------------------
 _IMPALA_LOSSES = {"total_loss", "pi_loss", "vf_loss", "entropy"}
 _APPO_LOSSES = {

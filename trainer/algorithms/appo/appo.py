@@ -1,16 +1,19 @@
 """APPO: the `APPO` algorithm: IMPALA's asynchronous training step
 (trainer/algorithms/impala/impala.py) with APPO's learner (appo_learner.py; torch_learner.py)
 fed from a circular buffer: each train batch is trained on up to
-`circular_buffer_iterations_per_batch` times, the buffer holding `circular_buffer_num_batches`.
+`circular_buffer_iterations_per_batch` times, the buffer holding `circular_buffer_num_batches`;
+the target network's clock counts each batch once.
 Its settings, `APPOConfig`, are config.py's; this module re-exports it (RLlib's
 `ray.rllib.algorithms.appo.appo` holds both).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainer.algorithms.appo.config import APPOConfig
 from trainer.algorithms.impala.impala import IMPALA
-from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer
+from trainer.algorithms.impala.learner_thread import BatchQueue, CircularBuffer, TrainBatch
 from trainer.util import seeding
 
 #: The entropy word of the circular buffer's stream (`seeding.derived_stream`): which train
@@ -37,6 +40,12 @@ class APPO(IMPALA):
             config.circular_buffer_iterations_per_batch,
             seed=seeding.derived_stream(config.seed, CIRCULAR_BUFFER_SEED_WORD),
         )
+
+    def _learner_clock(self, batch: TrainBatch, *, first_use: bool) -> dict[str, Any]:
+        """The target network's clock counts each train batch's env steps once, at its first
+        use (RLlib 2.60's `NUM_ENV_STEPS_TRAINED_LIFETIME`: see appo_learner.py), the same for
+        every module's learner."""
+        return {"num_env_steps_new": batch.env_steps if first_use else 0}
 
 
 __all__ = ["APPO", "APPOConfig"]

@@ -8,7 +8,13 @@ After each update the KL coefficient adapts (x1.5 above twice `kl_target`, x0.5 
 it) when `use_kl_loss`, and the target network becomes the module (tau = 1; else moves by tau)
 once `target_network_update_freq * circular_buffer_num_batches *
 circular_buffer_iterations_per_batch * train_batch_size_per_learner` env steps were trained
-since its last update.
+since its last update. The env steps trained are counted as RLlib 2.60's algorithm counts them
+(the `NUM_ENV_STEPS_TRAINED_LIFETIME` it hands its learner): each train batch once, however
+often the circular buffer hands it out. Its learner returns one result per batch queued, so
+with K uses per batch the target network follows the module every `target_network_update_freq
+* N * K` batches, K times the updates its docstring names. The algorithm passes each update's
+new env steps (`num_env_steps_new`: the batch's at its first use, 0 at the others); an update
+without them (a learner driven directly) counts every env step it trains on.
 """
 
 from __future__ import annotations
@@ -81,15 +87,28 @@ class APPOTargetState:
     def module_weights(self) -> dict[str, np.ndarray]:
         """The trained module's weights by name (`target_weights()`'s form)."""
 
-    def after_update(self, stats: dict) -> None:
+    def after_update(
+        self,
+        stats: dict,
+        num_env_steps_new: int | None = None,
+        num_env_steps_trained_lifetime: int | None = None,
+    ) -> None:
         """The KL coefficient's adaptation and the target network's update after a step whose
-        statistics are `stats` (which get `curr_kl_coeff` and the target's counters)."""
+        statistics are `stats` (which get `curr_kl_coeff` and the target's counters). The
+        target's clock: RLlib's `num_env_steps_trained_lifetime` when given (its `timesteps`),
+        else advanced by `num_env_steps_new` when given (the algorithm's count: see the module
+        docstring), else by the step's env steps trained."""
         cfg = self.config
-        # (Data-parallel learners count and adapt on the learners' means, so that every
-        # replica moves its target network and KL coefficient alike.)
-        self.num_env_steps_trained += round(
-            self.mean_over_learners(float(stats["num_env_steps_trained"]))
-        )
+        if num_env_steps_trained_lifetime is not None:
+            self.num_env_steps_trained = int(num_env_steps_trained_lifetime)
+        elif num_env_steps_new is not None:
+            self.num_env_steps_trained += int(num_env_steps_new)
+        else:
+            # (Data-parallel learners count and adapt on the learners' means, so that every
+            # replica moves its target network and KL coefficient alike.)
+            self.num_env_steps_trained += round(
+                self.mean_over_learners(float(stats["num_env_steps_trained"]))
+            )
         if cfg.use_kl_loss:
             kl = self.mean_over_learners(float(stats["mean_kl_loss"]))
             self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
@@ -261,10 +280,11 @@ def rllib_update_inputs(
     batch: Any,
     timesteps: dict[str, Any] | None,
     num_env_steps_sampled_lifetime: int | None,
-) -> tuple[Any, int | None]:
+) -> tuple[Any, int | None, int | None]:
     """What an APPO learner's (numpy or torch) `update` trains on: `episodes`, or RLlib's
-    column `batch=` made into a `TrajectoryBatch`, one of them; and the lifetime step count,
-    given or read from RLlib's `timesteps`."""
+    column `batch=` made into a `TrajectoryBatch`, one of them; the lifetime step count,
+    given or read from RLlib's `timesteps`; and the env steps trained in all that RLlib's
+    `timesteps` give (None without them: the target network's clock counts for itself)."""
     if (episodes is None) == (batch is None):
         raise ValueError(
             f"{type(learner).__name__}.update(): give the episodes or batch=, one of them"
@@ -276,10 +296,14 @@ def rllib_update_inputs(
             learner.module.spaces.preprocess,
             discrete_actions=learner.module.spaces.action_discrete_n is not None,
         )
-    if timesteps and num_env_steps_sampled_lifetime is None:
-        lifetime = timesteps.get("num_env_steps_sampled_lifetime")
-        num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
-    return episodes, num_env_steps_sampled_lifetime
+    trained_lifetime = None
+    if timesteps:
+        if num_env_steps_sampled_lifetime is None:
+            lifetime = timesteps.get("num_env_steps_sampled_lifetime")
+            num_env_steps_sampled_lifetime = None if lifetime is None else int(lifetime)
+        trained = timesteps.get("num_env_steps_trained_lifetime")
+        trained_lifetime = None if trained is None else int(trained)
+    return episodes, num_env_steps_sampled_lifetime, trained_lifetime
 
 
 class APPOLearner(APPOTargetState, IMPALALearner):
@@ -334,14 +358,16 @@ class APPOLearner(APPOTargetState, IMPALALearner):
         num_env_steps_sampled_lifetime: int | None = None,
         minibatch_size: int | None = None,
         num_minibatches: int | None = None,
+        num_env_steps_new: int | None = None,
     ) -> dict:
         """IMPALA's update with APPO's loss (a step per minibatch, if any), then the KL
         coefficient (from the last step's KL) and the target network (see the module
-        docstring). `batch=` takes RLlib's column batch instead of episodes (a
-        `MultiAgentBatch` of this learner's module, or its columns: see
-        `trajectory_batch_from_columns`), with RLlib's `timesteps` (its
-        `num_env_steps_sampled_lifetime` drives the schedules)."""
-        episodes, num_env_steps_sampled_lifetime = rllib_update_inputs(
+        docstring; `num_env_steps_new`: the env steps this update adds to the target's clock).
+        `batch=` takes RLlib's column batch instead of episodes (a `MultiAgentBatch` of this
+        learner's module, or its columns: see `trajectory_batch_from_columns`), with RLlib's
+        `timesteps` (its `num_env_steps_sampled_lifetime` drives the schedules, its
+        `num_env_steps_trained_lifetime` the target network)."""
+        episodes, num_env_steps_sampled_lifetime, trained_lifetime = rllib_update_inputs(
             self, episodes, batch, timesteps, num_env_steps_sampled_lifetime
         )
         stats = super().update(
@@ -350,5 +376,5 @@ class APPOLearner(APPOTargetState, IMPALALearner):
             minibatch_size=minibatch_size,
             num_minibatches=num_minibatches,
         )
-        self.after_update(stats)
+        self.after_update(stats, num_env_steps_new, trained_lifetime)
         return stats

@@ -42,11 +42,11 @@ class APPOConfig(IMPALAConfig):
     use_kl_loss: bool = setting(False, is_bool, "the KL term between target network and policy")
     kl_coeff: float = setting(1.0, number_at_least(0), "initial weight of the KL term")
     kl_target: float = setting(0.01, number_at_least(0), "the KL the term's weight adapts toward")
-    target_network_update_freq: int = setting(
+    target_network_update_freq: float = setting(
         2,
-        int_at_least(0),
-        "circular-buffer rounds (num_batches x iterations_per_batch train batches) between "
-        "target network updates",
+        number_at_least(0),
+        "target network updates every this x num_batches x iterations_per_batch x train batch "
+        "size env steps trained, each train batch counted once (RLlib suggests 0.125 to 4)",
     )
     tau: float = setting(1.0, number_above(0), "target update: tau * module + (1 - tau) * target")
     use_circular_buffer: bool = setting(

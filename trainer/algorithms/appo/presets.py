@@ -16,15 +16,16 @@ _PENDULUM_EXAMPLE = "rllib/examples/algorithms/appo/pendulum_appo.py"
 #: (RLlib's examples ask for 5 and 4 EnvRunners: on 2 cores those and the learner take turns,
 #: and the learner keeps up with a fraction of what they sample). A 64 x 64 tanh policy and a
 #: value network of its own; a small circular buffer (4 batches, each trained on up to 4 or 8
-#: times) whose target network follows the module after every round of it
-#: (`target_network_update_freq=1`): with RLlib's 2 rounds of 16 x 10 batches the clipped
-#: surrogate holds the policy within `clip_param` of a target 320 updates old, and learning
-#: stalls between target updates. Iterations of a quarter second, so that the stop is seen soon.
+#: times) whose target network follows the module after every round of it, 4 x K updates
+#: (`target_network_update_freq=1/K`: the target's clock counts each batch once, so a round
+#: is 1/K of the N x K batches the setting's unit names): with RLlib's 2 x 16 x 10 batches the
+#: clipped surrogate holds the policy within `clip_param` of a target thousands of updates old,
+#: and learning stalls between target updates. Iterations of a quarter second, so that the stop
+#: is seen soon.
 _TWO_CORES: dict[str, dict[str, Any]] = {
     "env_runners": {"num_env_runners": 1},
     "training": {
         "circular_buffer_num_batches": 4,
-        "target_network_update_freq": 1,
         "train_batch_size_per_learner": 500,
         "vf_loss_coeff": 0.5,
         "entropy_coeff": 0.0,
@@ -98,7 +99,11 @@ FASTER_PRESETS: dict[str, Preset] = {
         source=TUNED_HERE,
         settings=_two_cores(
             {"num_envs_per_env_runner": 8},
-            {"circular_buffer_iterations_per_batch": 4, "lr": [[0, 0.005], [150_000, 0.0005]]},
+            {
+                "circular_buffer_iterations_per_batch": 4,
+                "target_network_update_freq": 1 / 4,
+                "lr": [[0, 0.005], [150_000, 0.0005]],
+            },
         ),
         stop_reward=450.0,
         stop_timesteps=1_000_000,
@@ -112,6 +117,7 @@ FASTER_PRESETS: dict[str, Preset] = {
             {"num_envs_per_env_runner": 16},
             {
                 "circular_buffer_iterations_per_batch": 8,
+                "target_network_update_freq": 1 / 8,
                 "lr": 0.002,
                 "gamma": 0.95,
                 "grad_clip": 0.5,

@@ -79,12 +79,14 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
         num_env_steps_sampled_lifetime: int | None = None,
         minibatch_size: int | None = None,
         num_minibatches: int | None = None,
+        num_env_steps_new: int | None = None,
     ) -> dict[str, Any]:
         """IMPALA's update with APPO's loss (a step per minibatch, if any), then the KL
-        coefficient and the target network. `batch=` takes RLlib's column batch instead of
-        episodes (a `MultiAgentBatch` of this learner's module, or its columns), with RLlib's
-        `timesteps`, as the numpy learner's `update`."""
-        episodes, num_env_steps_sampled_lifetime = rllib_update_inputs(
+        coefficient and the target network (`num_env_steps_new`: the env steps this update adds
+        to the target's clock). `batch=` takes RLlib's column batch instead of episodes (a
+        `MultiAgentBatch` of this learner's module, or its columns), with RLlib's `timesteps`,
+        as the numpy learner's `update`."""
+        episodes, num_env_steps_sampled_lifetime, trained_lifetime = rllib_update_inputs(
             self, episodes, batch, timesteps, num_env_steps_sampled_lifetime
         )
         stats = super().update(
@@ -93,7 +95,7 @@ class APPOTorchLearner(APPOTargetState, IMPALATorchLearner):
             minibatch_size=minibatch_size,
             num_minibatches=num_minibatches,
         )
-        self.after_update(stats)
+        self.after_update(stats, num_env_steps_new, trained_lifetime)
         return stats
 
 

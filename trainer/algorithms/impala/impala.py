@@ -171,26 +171,33 @@ class IMPALA(Algorithm):
         """One update of each trained module on its part of `batch`: `{module_id: results}`
         (`DEFAULT_MODULE_ID` alone without multi-agent), and the batch's env steps under
         `ALL_MODULES`."""
+        clock = self._learner_clock(batch, first_use=batch.arrays is None)
         if batch.arrays is None:
             if self.learner_connector is not None:
                 # (In the learner thread: the driver's MetricsLogger is not handed over.)
                 run_learner_pieces(self.learner_connector, self.learner.module, batch.episodes)
             batch.arrays = self._module_batches(batch.episodes)
         if self.learner_replicas is not None:
-            results: dict = self._data_parallel_update(batch)
+            results: dict = self._data_parallel_update(batch, clock)
             results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
             return results
         plan = self._minibatch_plan(batch)
         results = {
             module_id: self._learner_of(module_id).update(
-                arrays, num_env_steps_sampled_lifetime=self._sampled_for_learner, **plan
+                arrays, num_env_steps_sampled_lifetime=self._sampled_for_learner, **plan, **clock
             )
             for module_id, arrays in batch.arrays.items()
         }
         results[ALL_MODULES] = {NUM_ENV_STEPS_TRAINED: batch.env_steps}
         return results
 
-    def _data_parallel_update(self, batch: TrainBatch) -> dict:
+    def _learner_clock(self, batch: TrainBatch, *, first_use: bool) -> dict[str, Any]:
+        """What each learner update on `batch` gets beyond the batch and the schedules' step
+        count (`first_use`: the batch's first update): nothing here; APPO's target network
+        counts the batch's env steps at its first use."""
+        return {}
+
+    def _data_parallel_update(self, batch: TrainBatch, clock: dict[str, Any]) -> dict:
         """One update of the data-parallel learners (`learners(num_learners=N)`, N >= 2):
         `{module_id: results}`, each module's reduced over the learners. Learner r trains on
         the r-th run of each module's consecutive steps (a chunk cut there bootstraps from the
@@ -211,7 +218,10 @@ class IMPALA(Algorithm):
             # (a recurrent module's learner cuts its pieces into sequences of their own)
             cut = getattr(self._learner_of(module_id), "minibatch", take_steps)
             shards[module_id] = [cut(arrays, [(bounds[r], bounds[r + 1])]) for r in range(count)]
-        kwargs: dict[str, Any] = {"num_env_steps_sampled_lifetime": self._sampled_for_learner}
+        kwargs: dict[str, Any] = {
+            "num_env_steps_sampled_lifetime": self._sampled_for_learner,
+            **clock,
+        }
         shortest = {module_id: min(s.num_steps for s in each) for module_id, each in shards.items()}
         if isinstance(self.learner, MultiAgentLearner):
             size = minibatch_size_of(self.config, max(batch.env_steps // count, 1))
