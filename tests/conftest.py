@@ -104,6 +104,16 @@ RLLIB_TIMING_TESTS = {
     ("test_metrics_logger.py", "test_throughput_tracking"),
 }
 TIMING_RERUNS = pytest.mark.flaky(reruns=4, reruns_delay=20)
+#: RLlib's tests that sleep to let Ray bring failed actors back in the background (file name,
+#: test name) -> the seconds each `time.sleep` of the test's module is cut to: here a failed
+#: EnvRunner is restarted within the `train()` or `restore_env_runners()` call that sees it
+#: (as tests/rllib/test_env_runner_failures.py's header says of its own such sleeps), so the
+#: sleep only keeps the order of events. `test_on_env_runners_recreated_callback` sleeps 15 s
+#: after each of its three `train()` calls (45 s of the suite's time); the file stays as it is,
+#: its module's `time` is seen through `ShortSleeps` while the test runs.
+RLLIB_SHORTENED_SLEEPS = {
+    ("test_callbacks_on_algorithm.py", "test_on_env_runners_recreated_callback"): 1.0,
+}
 NO_RAY = pytest.mark.skip(reason="needs Ray (the test extra: pip install -e '.[test]')")
 #: The deadline of tests that start Ray, and of RLlib's long trainings: pyproject.toml's 300 s
 #: per test is near what they took on a busy 2-core machine (a Ray cluster starts in a minute).
@@ -243,16 +253,27 @@ class SharedRay:
             return
         if ray.is_initialized():  # a test's own Ray, left on: not ours to share
             ray.shutdown()
+        # This folder reaches the workers' path through the environment the Ray processes
+        # inherit (the raylet's, which starts the workers), set for the start only: a job-wide
+        # `runtime_env` with the same env var would do it too, but then no worker Ray started
+        # ahead serves an actor (each waits for a worker started for that runtime env, about
+        # 0.3 s more per actor on 2 cores).
         tests_folder = str(Path(__file__).parent)
-        path = os.pathsep.join(filter(None, [tests_folder, os.environ.get("PYTHONPATH")]))
-        ray.init(
-            address="local",
-            num_cpus=self.NUM_CPUS,
-            include_dashboard=False,
-            configure_logging=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": path}},
-        )
+        before = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_folder, before]))
+        try:
+            ray.init(
+                address="local",
+                num_cpus=self.NUM_CPUS,
+                include_dashboard=False,
+                configure_logging=False,
+                log_to_driver=False,
+            )
+        finally:
+            if before is None:
+                del os.environ["PYTHONPATH"]
+            else:
+                os.environ["PYTHONPATH"] = before
         # Named objects are decided anew: Ray named actors while connected.
         shutdown_named_objects()
         self._up = True
@@ -341,6 +362,34 @@ def ray_session(request: pytest.FixtureRequest):
     yield shared
     request.config.pluginmanager.unregister(plugin)
     shared.stop()
+
+
+class ShortSleeps:
+    """The `time` module, its `sleep(seconds)` sleeping at most `most_s` seconds
+    (`RLLIB_SHORTENED_SLEEPS`)."""
+
+    def __init__(self, most_s: float) -> None:
+        self.most_s = most_s
+
+    def __getattr__(self, name: str):
+        import time
+
+        return getattr(time, name)
+
+    def sleep(self, seconds: float) -> None:
+        import time
+
+        time.sleep(min(seconds, self.most_s))
+
+
+@pytest.fixture(autouse=True)
+def rllib_sleeps_shortened(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """For `RLLIB_SHORTENED_SLEEPS`'s tests, their module's `time.sleep` capped (the module
+    itself unchanged)."""
+    if RLLIB_TESTS in request.path.parents:
+        most_s = RLLIB_SHORTENED_SLEEPS.get((request.path.name, request.node.originalname))
+        if most_s is not None:
+            monkeypatch.setattr(request.module, "time", ShortSleeps(most_s))
 
 
 @pytest.fixture(autouse=True)

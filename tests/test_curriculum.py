@@ -5,12 +5,11 @@ checkpoints)."""
 import functools
 import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 from helpers import LevelEnv, level_return, small_ppo
 
 from callbacks import RLlibCallback
@@ -374,10 +373,12 @@ def test_rllibs_curriculum_example_runs_and_learns_task_0(tmp_path):
     assert RLLIB_CURRICULUM.count(_ACHIEVED) == 1
     script = tmp_path / "curriculum_learning.py"
     script.write_text(RLLIB_CURRICULUM.replace(_ACHIEVED, _ACHIEVED_PRINTED))
-    completed = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(script), "--seed=1", "--stop-iters=3"],
-        capture_output=True,
-        text=True,
+    # `python -m trainer run SCRIPT`, in this process (tests/cli_in_process.py).
+    completed = run_cli(
+        "run",
+        str(script),
+        "--seed=1",
+        "--stop-iters=3",
         timeout=300,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

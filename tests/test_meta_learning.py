@@ -7,7 +7,6 @@ runs unmodified through the launcher."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from cli_in_process import run_cli
 from helpers import rllib_example
 
 from trainer import launcher
@@ -202,14 +202,8 @@ def test_rllibs_maml_example_runs_through_the_launcher(tmp_path):
         "--stop-iters=1000" if argument.startswith("--stop-iters=") else argument
         for argument in ci_arguments
     ]
-    done = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(script), *arguments],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
+    # `python -m trainer run SCRIPT`, in this process (tests/cli_in_process.py).
+    done = run_cli("run", str(script), *arguments, cwd=tmp_path, env=env, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Iteration: 1000" in done.stdout
     losses = [

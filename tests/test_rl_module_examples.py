@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from cli_in_process import run_cli
 from helpers import rllib_example
 
 from trainer import launcher
@@ -31,13 +31,9 @@ RUN_TIMEOUT_S = 240
 def run_example(relative: str, *args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(tmp_path))  # ~/ray_results
     env.pop(launcher.ENV_VAR, None)
-    return subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(rllib_example(relative)), *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
+    # `python -m trainer run SCRIPT`, in this process (tests/cli_in_process.py).
+    return run_cli(
+        "run", str(rllib_example(relative)), *args, cwd=tmp_path, env=env, timeout=RUN_TIMEOUT_S
     )
 
 

@@ -268,11 +268,10 @@ def test_the_cartpole_checkpoint_continues_training_here_to_450(rllib_checkpoint
 
 
 @pytest.mark.slow
-def test_evaluate_reads_an_rllib_checkpoint(rllib_checkpoints):
-    command = [sys.executable, "-m", "trainer", "evaluate", str(rllib_checkpoints / "pendulum")]
-    done = subprocess.run(
-        [*command, "--episodes", "2", "--json"], capture_output=True, text=True, timeout=120
-    )
+def test_evaluate_reads_an_rllib_checkpoint(rllib_checkpoints, tmp_path):
+    # `python -m trainer evaluate`, in this process (tests/cli_in_process.py).
+    command = ["evaluate", str(rllib_checkpoints / "pendulum")]
+    done = run_cli(*command, "--episodes", "2", "--json", cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["env"] == "Pendulum-v1" and report["training_iteration"] == 1, report
@@ -433,14 +432,15 @@ def test_a_module_class_of_the_user_s_is_named_and_nothing_of_it_runs(rllib_chec
     assert "my_project" not in sys.modules
 
 
-def test_inspect_prints_what_an_rllib_checkpoint_holds(rllib_checkpoints):
-    command = [sys.executable, "-m", "trainer", "inspect", str(rllib_checkpoints / "pendulum")]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+def test_inspect_prints_what_an_rllib_checkpoint_holds(rllib_checkpoints, tmp_path):
+    # `python -m trainer inspect`, in this process (tests/cli_in_process.py).
+    command = ["inspect", str(rllib_checkpoints / "pendulum")]
+    done = run_cli(*command, cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "written by RLlib 2.60.0" in done.stdout
     assert "env_runner/env_to_module_connector/MeanStdFilter" in done.stdout
     assert "encoder.actor_encoder.net.mlp.0.weight (256, 3)" in done.stdout
-    done = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=120)
+    done = run_cli(*command, "--json", cwd=tmp_path, timeout=120)
     info = json.loads(done.stdout)
     [algorithm] = [c for c in info["components"] if c["component"] == "."]
     assert algorithm["class"] == "ray.rllib.algorithms.ppo.ppo.PPO"

@@ -8,11 +8,11 @@ wheel does not ship, run in `bench/rllib_examples.py --extra-root`."""
 
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli_in_process import run_cli
 
 pytest.importorskip("torch")  # the scripts import torch's initializers, as RLlib's do
 
@@ -127,13 +127,9 @@ def _script(tmp_path: Path, template: str) -> Path:
 
 
 def _launch(script: Path, *args: str, timeout: float) -> tuple[subprocess.CompletedProcess, dict]:
-    completed = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=script.parent,
-    )
+    # `python -m trainer run SCRIPT`, in this process (tests/cli_in_process.py: the same
+    # `main(argv)` without the interpreter's start and torch's import).
+    completed = run_cli("run", str(script), *args, cwd=script.parent, timeout=timeout)
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-3000:]
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     assert len(lines) == 1, completed.stdout[-2000:]

@@ -10,12 +10,11 @@ import hashlib
 import importlib.util
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_in_process import run_cli
 
 from trainer import launcher
 from trainer.algorithms import registry
@@ -64,13 +63,9 @@ def test_rllibs_vpg_example_runs_unmodified_through_the_launcher(tmp_path):
     # iterations here (bench/learning_targets.py runs it with --as-test to a return of 50).
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop(launcher.ENV_VAR, None)
-    completed = subprocess.run(
-        [sys.executable, "-m", "trainer", "run", str(EXAMPLE), "--stop-iters", "3"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    # `python -m trainer run SCRIPT`, in this process (tests/cli_in_process.py).
+    completed = run_cli(
+        "run", str(EXAMPLE), "--stop-iters", "3", cwd=tmp_path, env=env, timeout=300
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output[-3000:]
