@@ -124,11 +124,12 @@ BENCHMARKS = (
         "alternating: wall time of the process to the example's stop reward (`--as-test`), "
         "build and Ray's start included, 3 unseeded runs each side",
         ("bench/vs_rllib.py",),
-        r"^(vs_rllib|[a-z0-9_]+/[a-z0-9_]+ |geometric|targets)",
+        r"^(vs_rllib|[a-z0-9_]+/[a-z0-9_]+ |geometric|targets|no ratio)",
         ">= 3x RLlib 2.60 on each example, geometric mean >= 5x, none slower",
         quick=("bench/vs_rllib.py", "--only", "ppo/cartpole_ppo", "--seeds", "0"),
         requires=("ray",),
         summary="RLlib's tuned examples against RLlib 2.60",
+        summary_keep=r"^(geometric|targets)",
         worst_case_s=6 * 3600.0,
     ),
     Benchmark(
