@@ -479,12 +479,14 @@ def test_the_target_clock_counts_each_train_batch_once(multi_agent):
     """Through the algorithm, the target network's clock is RLlib 2.60's
     `NUM_ENV_STEPS_TRAINED_LIFETIME` as its algorithm hands it to the learner: each train batch's
     env steps once, however often the circular buffer hands the batch out (RLlib's learner
-    returns one result per batch queued), and the same env-step clock for every module. Here
-    every batch is trained on twice: the env steps trained are about twice the clock, which
-    stays within the env steps sampled, and the target follows the module every 2 * 2 * 100
-    steps of it."""
+    returns one result per batch queued), and the same env-step clock for every module. Each
+    batch of 100 env steps is trained on twice before the driver goes on (`_SynchronousAPPO`):
+    the env steps trained are twice the clock, and the target follows the module every
+    1 * 2 * 2 * 100 steps of it."""
+    from bit_identical_cases import _SynchronousAPPO
+
     config = (
-        APPOConfig()
+        APPOConfig(algo_class=_SynchronousAPPO)
         .environment(
             MultiAgentCartPole if multi_agent else "CartPole-v1",
             env_config={"num_agents": 2} if multi_agent else {},
@@ -511,13 +513,13 @@ def test_the_target_clock_counts_each_train_batch_once(multi_agent):
         learners = list(learner.learners.values()) if multi_agent else [learner]
         sampled = result["num_env_steps_sampled_lifetime"]
         trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        batches = algo.drained_queue.batches
         clocks = {each.num_env_steps_trained for each in learners}
-        assert len(clocks) == 1, clocks  # one env-step clock for every module
-        (clock,) = clocks
-        assert 0 < clock <= sampled < trained, (clock, sampled, trained)
-        assert clock % 100 == 0 and clock * 2 >= trained, (clock, trained)
+        assert clocks == {100 * batches}, (clocks, batches)  # one clock, each batch once
+        assert trained == 2 * 100 * batches and 0 < 100 * batches <= sampled, (trained, sampled)
         for each in learners:
-            assert 0 < each.last_target_update_ts <= clock < each.last_target_update_ts + 400
+            assert 0 < each.last_target_update_ts <= 100 * batches
+            assert 100 * batches - each.last_target_update_ts < 400
     finally:
         algo.stop()
 
