@@ -474,6 +474,35 @@ def test_target_network_updates_after_the_configured_env_steps_trained(framework
         algo.stop()
 
 
+@pytest.mark.parametrize("framework", ["numpy", "torch"])
+def test_the_target_clock_is_rllibs_timesteps_when_given(framework):
+    """RLlib's learner takes the env steps trained from the `timesteps` the algorithm hands it
+    (`num_env_steps_trained_lifetime`) rather than counting its own; `num_env_steps_new` (this
+    project's algorithm) advances the clock by what it says, 0 for a batch's later uses. Period
+    here: 2 * 1 * 1 * 50 = 100."""
+    algo, learner = _learner(
+        APPOConfig,
+        framework,
+        target_network_update_freq=2,
+        circular_buffer_num_batches=1,
+        circular_buffer_iterations_per_batch=1,
+        train_batch_size_per_learner=50,
+    )
+    try:
+        rng = np.random.default_rng(3)
+        first = learner.update(_fake_batch(rng), timesteps={"num_env_steps_trained_lifetime": 99})
+        assert "num_target_updates" not in first and learner.num_env_steps_trained == 99
+        second = learner.update(_fake_batch(rng), timesteps={"num_env_steps_trained_lifetime": 250})
+        assert second["num_target_updates"] == 1 and second["last_target_update_ts"] == 250
+        for new in (50, 0, 0):  # a batch's first use, then two more uses of it
+            third = learner.update(_fake_batch(rng), num_env_steps_new=new)
+            assert "num_target_updates" not in third and learner.num_env_steps_trained == 300
+        fourth = learner.update(_fake_batch(rng), num_env_steps_new=50)
+        assert fourth["num_target_updates"] == 1 and fourth["last_target_update_ts"] == 350
+    finally:
+        algo.stop()
+
+
 @pytest.mark.parametrize("multi_agent", [False, True], ids=["single-agent", "multi-agent"])
 def test_the_target_clock_counts_each_train_batch_once(multi_agent):
     """Through the algorithm, the target network's clock is RLlib 2.60's
