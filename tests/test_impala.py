@@ -891,3 +891,32 @@ def test_a_recurrent_module_with_previous_actions_is_refused_at_build():
     )
     with pytest.raises(TypeError, match="lstm_use_prev_action"):
         config.build()
+
+
+@pytest.mark.parametrize("algo", ["APPO", "IMPALA"])
+def test_a_torch_learner_keeps_up_with_sampling_in_its_own_process(algo):
+    """Without remote EnvRunners the driver samples in the learner thread's process: each
+    training step waits (bounded) for the learner to take the queued batches, so the learner
+    is not starved of the GIL by the sampling (APPO trained 1,500 env steps in 10 s while
+    118,150 were sampled, its circular buffer dropping the rest). Here at least half of the
+    sampled steps are trained on (APPO: each batch twice)."""
+    pytest.importorskip("torch")
+    config_class = APPOConfig if algo == "APPO" else IMPALAConfig
+    config = (
+        config_class()
+        .environment("CartPole-v1")
+        .framework("torch")
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size_per_learner=200)
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=4000)
+        .debugging(seed=0)
+    )
+    algo_ = config.build()
+    try:
+        for _ in range(2):
+            result = algo_.train()
+    finally:
+        algo_.stop()
+    sampled = result["num_env_steps_sampled_lifetime"]
+    trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+    assert sampled >= 8000 and trained >= sampled // 2, (sampled, trained)

@@ -99,6 +99,12 @@ class BatchQueue:
     def __len__(self) -> int:
         return len(self._items)
 
+    def wait_empty(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds until the learner has taken every batch; returns
+        whether it has."""
+        with self._ready:
+            return self._ready.wait_for(lambda: not self._items, timeout)
+
 
 class CircularBuffer:
     """APPO's circular buffer: at most `num_batches` batches, each handed out at most
@@ -136,7 +142,14 @@ class CircularBuffer:
             entry[1] -= 1
             if entry[1] == 0:
                 del self._entries[index]
+                self._ready.notify_all()  # (a driver waiting in `wait_empty`)
             return entry[0]
+
+    def wait_empty(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds until every use of every batch was handed out;
+        returns whether they were."""
+        with self._ready:
+            return self._ready.wait_for(lambda: not self._entries, timeout)
 
     def __len__(self) -> int:
         return len(self._entries)
