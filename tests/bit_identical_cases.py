@@ -192,6 +192,9 @@ class _DrainedQueue:
     def __len__(self) -> int:
         return len(self.queue)
 
+    def wait_empty(self, timeout: float) -> bool:
+        return self.queue.wait_empty(timeout)
+
     def put(self, batch: Any, timeout: float) -> bool:
         with self._idle:
             if not self.queue.put(batch, timeout):

@@ -439,6 +439,19 @@ def test_kl_coeff_changes_while_training():
     assert coeff != 0.01
 
 
+def _target_every_100_steps(framework: str, **training):
+    """An APPO learner whose target follows every 2 * 1 * 1 * 50 = 100 env steps trained."""
+    return _learner(
+        APPOConfig,
+        framework,
+        target_network_update_freq=2,
+        circular_buffer_num_batches=1,
+        circular_buffer_iterations_per_batch=1,
+        train_batch_size_per_learner=50,
+        **training,
+    )
+
+
 @pytest.mark.parametrize("tau", [1.0, 0.25])
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_target_network_updates_after_the_configured_env_steps_trained(framework, tau):
@@ -446,15 +459,7 @@ def test_target_network_updates_after_the_configured_env_steps_trained(framework
     circular_buffer_num_batches * circular_buffer_iterations_per_batch *
     train_batch_size_per_learner` env steps were trained since its last update (here 2 * 1 *
     1 * 50 = 100: every second update of 50 steps), by tau * module + (1 - tau) * target."""
-    algo, learner = _learner(
-        APPOConfig,
-        framework,
-        target_network_update_freq=2,
-        circular_buffer_num_batches=1,
-        circular_buffer_iterations_per_batch=1,
-        train_batch_size_per_learner=50,
-        tau=tau,
-    )
+    algo, learner = _target_every_100_steps(framework, tau=tau)
     try:
         rng = np.random.default_rng(7)
         initial = learner.target_weights()
@@ -480,14 +485,7 @@ def test_the_target_clock_is_rllibs_timesteps_when_given(framework):
     (`num_env_steps_trained_lifetime`) rather than counting its own; `num_env_steps_new` (this
     project's algorithm) advances the clock by what it says, 0 for a batch's later uses. Period
     here: 2 * 1 * 1 * 50 = 100."""
-    algo, learner = _learner(
-        APPOConfig,
-        framework,
-        target_network_update_freq=2,
-        circular_buffer_num_batches=1,
-        circular_buffer_iterations_per_batch=1,
-        train_batch_size_per_learner=50,
-    )
+    algo, learner = _target_every_100_steps(framework)
     try:
         rng = np.random.default_rng(3)
         first = learner.update(_fake_batch(rng), timesteps={"num_env_steps_trained_lifetime": 99})

@@ -380,9 +380,8 @@ class IMPALA(Algorithm):
             # interval). So the step first waits (bounded) for the learner to take what is
             # queued, as a remote EnvRunner's learner keeps up.
             thread = self._learner_thread
-            wait_empty = getattr(thread.queue, "wait_empty", None) if thread else None
-            if wait_empty is not None:
-                wait_empty(_LOCAL_SAMPLE_WAIT_S)
+            assert thread is not None  # (started by `training_step`)
+            thread.queue.wait_empty(_LOCAL_SAMPLE_WAIT_S)
             episodes, runner_metrics = group.sample(min_env_steps=1)  # one local sample
             return [(episodes, runner_metrics[0], self._weights_seq_no)]
         # A runner that died with a request in flight may never answer: its exit is the sign.

@@ -63,7 +63,23 @@ class TrainBatch:
     arrays: Any = None
 
 
-class BatchQueue:
+class _LearnerQueue:
+    """What both queues share: `_ready`, the condition their `put` and `get` notify, and
+    `len()`, the batches (or batch uses) still to hand out."""
+
+    _ready: threading.Condition
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def wait_empty(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds until the learner has taken everything queued (every
+        use of every batch); returns whether it has."""
+        with self._ready:
+            return self._ready.wait_for(lambda: not len(self), timeout)
+
+
+class BatchQueue(_LearnerQueue):
     """At most `capacity` batches, first in, first out; `put` waits for room."""
 
     def __init__(self, capacity: int):
@@ -99,14 +115,8 @@ class BatchQueue:
     def __len__(self) -> int:
         return len(self._items)
 
-    def wait_empty(self, timeout: float) -> bool:
-        """Waits up to `timeout` seconds until the learner has taken every batch; returns
-        whether it has."""
-        with self._ready:
-            return self._ready.wait_for(lambda: not self._items, timeout)
 
-
-class CircularBuffer:
+class CircularBuffer(_LearnerQueue):
     """APPO's circular buffer: at most `num_batches` batches, each handed out at most
     `iterations_per_batch` times, uniformly at random among the uses left (RLlib's N x K
     slots); a full buffer drops its oldest batch with all its uses."""
@@ -144,12 +154,6 @@ class CircularBuffer:
                 del self._entries[index]
                 self._ready.notify_all()  # (a driver waiting in `wait_empty`)
             return entry[0]
-
-    def wait_empty(self, timeout: float) -> bool:
-        """Waits up to `timeout` seconds until every use of every batch was handed out;
-        returns whether they were."""
-        with self._ready:
-            return self._ready.wait_for(lambda: not self._entries, timeout)
 
     def __len__(self) -> int:
         return len(self._entries)
