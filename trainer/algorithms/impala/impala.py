@@ -13,7 +13,9 @@ One training step (the driver; `min_time_s_per_iteration` of them make an iterat
    requests back; APPO's circular buffer drops its oldest batch);
 3. results: the learner thread's finished updates are logged under RLlib's keys;
 4. broadcast: after `broadcast_interval` training steps with new updates, the learner's
-   weights become the next `weights_seq_no`, which the next requests carry.
+   weights become the next `weights_seq_no`, which the next requests carry (those of its last
+   finished update: a step never waits for an update in progress, whose weights go out at a
+   later step).
 
 Without remote EnvRunners (`num_env_runners=0`) the local EnvRunner samples in the driver, one
 fragment per training step. The learner (impala_learner.py; torch_learner.py) runs V-trace
@@ -430,13 +432,20 @@ class IMPALA(Algorithm):
         if ids:
             group.foreach_env_runner_async(requests, SAMPLE_TAG, remote_worker_ids=ids)
 
-    def _broadcast(self) -> None:
-        """The learner's weights become the next seq no; the local EnvRunner takes them now,
-        the remote ones with their next request."""
-        with self._learner_held():
-            weights = self.learner.get_weights()
-            thread = self._learner_thread
-            self._updates_at_broadcast = thread.num_updates if thread is not None else 0
+    def _broadcast(self) -> bool:
+        """The learner's weights after its last finished update become the next seq no; the
+        local EnvRunner takes them now, the remote ones with their next request. False (no
+        broadcast) while the learner thread is in an update: it keeps its weights for a
+        later training step (`LearnerThread.snapshot`), so that the driver goes on reading
+        replies and sending requests meanwhile."""
+        thread = self._learner_thread
+        if thread is None:
+            weights, self._updates_at_broadcast = self.learner.get_weights(), 0
+        else:
+            snapshot = thread.snapshot(self.learner.get_weights)
+            if snapshot is None:
+                return False
+            weights, self._updates_at_broadcast = snapshot
         self._weights_seq_no += 1
         self._broadcast_weights = weights
         self._steps_since_broadcast = 0
@@ -444,6 +453,7 @@ class IMPALA(Algorithm):
         local = self.env_runner_group.local_env_runner
         if local is not None:
             local.set_weights(weights, self.num_env_steps_sampled_lifetime)
+        return True
 
     # -- the learner, safe from the thread -------------------------------------------------
     def _learner_held(self) -> AbstractContextManager:

@@ -14,8 +14,10 @@ queue blocks the same way); the `CircularBuffer` (APPO's) never waits and drops 
 batch instead, counting the env steps it dropped (`dropped_env_steps`). The thread learns
 only between `resume()` and `pause()` (the algorithm's `train()` calls), so that between them
 the learner's state stands still (checkpoints, evaluation). It holds `lock` during each
-update; the driver takes it (`held()`) to read or write the learner (weights to broadcast,
-checkpoints), so it never sees a half-applied step. An exception in an update ends the thread
+update; the driver takes it (`held()`) to read or write the learner (checkpoints, state),
+so it never sees a half-applied step. The periodic weight broadcast does not wait for an
+update in progress (`snapshot`): the thread reads the weights right after it, and the driver
+broadcasts them at a later training step. An exception in an update ends the thread
 and is kept (`error`); the algorithm raises it, with its type, at its next training step.
 Every wait of the driver for an update in progress is bounded (`STOP_TIMEOUT_S`): `pause()`
 and `held()` then raise `LearnerThreadTimeout`, `stop()` logs it and returns False.
@@ -224,6 +226,11 @@ class LearnerThread(threading.Thread):
         self._results_lock = threading.Lock()
         self._stopping = threading.Event()
         self._active = threading.Event()
+        #: `snapshot`'s read left for the thread to run after its update in progress, and
+        #: the (result, updates) it made; both under `_snapshot_lock`.
+        self._snapshot_read: Callable[[], Any] | None = None
+        self._snapshot: tuple[Any, int] | None = None
+        self._snapshot_lock = threading.Lock()
 
     def start(self) -> None:
         _LIVE.add(self)  # (before it runs: a fork from now on waits for its updates)
@@ -249,6 +256,12 @@ class LearnerThread(threading.Thread):
                     results = self.update(batch)
                     self.busy_s += time.perf_counter() - began
                     self.num_updates += 1
+                    with self._snapshot_lock:
+                        read, self._snapshot_read = self._snapshot_read, None
+                    if read is not None:  # (the driver's `snapshot`, asked during the update)
+                        snapshot = (read(), self.num_updates)
+                        with self._snapshot_lock:
+                            self._snapshot = snapshot
                     # Still under `lock`: once pause() returns, the results of the update it
                     # waited for are there for the driver to take.
                     with self._results_lock:
@@ -256,6 +269,25 @@ class LearnerThread(threading.Thread):
             except BaseException as error:  # kept for the driver, which raises it
                 self.error = error
                 return
+
+    def snapshot(self, read: Callable[[], Any]) -> tuple[Any, int] | None:
+        """`read()` of the learner between two updates, with the number of updates before
+        it, without waiting for an update in progress (as `held()` does): made now when none
+        is in progress; else the thread makes it right after that update, and a later call
+        returns it (None until then). The driver's periodic weight broadcast: while it waited
+        for an update (tens of ms), no EnvRunner reply was read and no request sent."""
+        if self.lock.acquire(blocking=False):
+            try:
+                with self._snapshot_lock:  # (what is asked or made already is older)
+                    self._snapshot_read = self._snapshot = None
+                return read(), self.num_updates
+            finally:
+                self.lock.release()
+        with self._snapshot_lock:
+            made, self._snapshot = self._snapshot, None
+            if made is None:
+                self._snapshot_read = read
+            return made
 
     def take_results(self) -> list[dict]:
         """The statistics of the updates finished since the last call, oldest first."""
@@ -285,6 +317,8 @@ class LearnerThread(threading.Thread):
                 f"the learner thread's update did not end within {timeout:.0f} s (an update "
                 f"that hangs: {self.num_updates} update(s) finished before it)"
             )
+        with self._snapshot_lock:  # (the driver may change the learner: made or asked, dropped)
+            self._snapshot_read = self._snapshot = None
         try:
             yield
         finally:
