@@ -434,8 +434,8 @@ def test_the_weight_broadcast_does_not_wait_for_the_update_in_progress():
     """APPO with a remote EnvRunner and slow updates (0.5 s): the training steps' weight
     broadcasts take no time (a broadcast that waited for the update in progress held back
     reading the EnvRunner's replies and sending its next request: 16% of the driver's time in
-    RLlib's multi-agent CartPole example), and every broadcast sends the weights of the last
-    update that finished, which the EnvRunner samples with."""
+    RLlib's multi-agent CartPole example), and each broadcast sends the weights of a later
+    finished update than the one before."""
     config = (
         APPOConfig()
         .environment("CartPole-v1")
