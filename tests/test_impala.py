@@ -440,7 +440,7 @@ def test_the_weight_broadcast_does_not_wait_for_the_update_in_progress():
         APPOConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=1)
-        .training(train_batch_size_per_learner=100)
+        .training(train_batch_size_per_learner=100, broadcast_interval=2)
         .reporting(min_time_s_per_iteration=2.5)
         .debugging(seed=0)
     )
@@ -458,9 +458,16 @@ def test_the_weight_broadcast_does_not_wait_for_the_update_in_progress():
         broadcasts.append((time.perf_counter() - began, sent, algo._updates_at_broadcast))
         return sent
 
+    training_step, calls = algo.training_step, []
+
+    def counted_training_step():
+        training_step()
+        calls.append(algo._steps_since_broadcast)  # (what the step logged)
+
     algo.learner.update, algo._broadcast = slow_update, timed_broadcast
+    algo.training_step = counted_training_step
     try:
-        algo.train()
+        result = algo.train()
         with algo._learner_held():
             updates = algo._learner_thread.num_updates
     finally:
@@ -471,6 +478,10 @@ def test_the_weight_broadcast_does_not_wait_for_the_update_in_progress():
     # Each broadcast: the weights after one more finished update than the last.
     assert [n for _, _, n in sent] == sorted({n for _, _, n in sent}), sent
     assert algo._weights_seq_no == len(sent)
+    # RLlib's count of training steps since the broadcast was asked for (its off-policyness
+    # tests): below the interval at every step, a broadcast that waits for its weights too.
+    assert len(calls) > len(broadcasts) > len(sent) and max(calls) < 2, calls
+    assert result["mean_num_training_step_calls_since_last_synch_worker_weights"] == calls[-1]
 
 
 def test_a_fork_waits_for_the_learner_threads_update_in_progress():

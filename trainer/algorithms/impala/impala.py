@@ -148,6 +148,9 @@ class IMPALA(Algorithm):
         self._pending_steps = 0
         self._updates_at_broadcast = 0
         self._steps_since_broadcast = 0
+        #: A broadcast asked for while the learner thread was in an update: its weights go
+        #: out at the next training steps (`_broadcast`).
+        self._broadcast_pending = False
         #: The env steps sampled so far, as the learner thread's schedules read them at each
         #: update (RLlib's learner gets the newest count with each update call): an int the
         #: driver sets after each collection, so the thread never reads the metrics.
@@ -343,12 +346,18 @@ class IMPALA(Algorithm):
         )
         metrics.log_value((*learner_key, QUEUE_SIZE_LEARNER_THREAD_QUEUE), len(thread.queue))
         self._log_learner_results(thread)
-        # Broadcast once broadcast_interval training steps have seen new updates.
-        if thread.num_updates > self._updates_at_broadcast:
-            self._steps_since_broadcast += 1
-        if self._steps_since_broadcast >= self.config.broadcast_interval:
+        # Broadcast once broadcast_interval training steps have seen new updates (the count
+        # starts again when it is asked for, as RLlib's; one asked for during an update goes
+        # out at a later step).
+        if not self._broadcast_pending:
+            if thread.num_updates > self._updates_at_broadcast:
+                self._steps_since_broadcast += 1
+            if self._steps_since_broadcast >= self.config.broadcast_interval:
+                self._steps_since_broadcast = 0
+                self._broadcast_pending = True
+        if self._broadcast_pending:
             with metrics.log_time((TIMERS, "synch_weights")):
-                self._broadcast()
+                self._broadcast_pending = not self._broadcast()
         metrics.log_value(
             NUM_TRAINING_STEP_CALLS_SINCE_LAST_SYNCH_WORKER_WEIGHTS,
             self._steps_since_broadcast,
@@ -448,7 +457,6 @@ class IMPALA(Algorithm):
             weights, self._updates_at_broadcast = snapshot
         self._weights_seq_no += 1
         self._broadcast_weights = weights
-        self._steps_since_broadcast = 0
         self.metrics.log_value(NUM_SYNCH_WORKER_WEIGHTS, 1, reduce="sum")
         local = self.env_runner_group.local_env_runner
         if local is not None:
