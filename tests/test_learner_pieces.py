@@ -82,8 +82,10 @@ def test_impalas_learner_thread_runs_the_pieces_over_every_train_batch():
 
 
 def _short_returns(seed: int, **training) -> list[float]:
-    """The mean returns of 4 iterations of 3000 env steps of `asynchronous(APPOConfig)`, the
-    target network following every 4 batches (tuned when every use of a batch counted)."""
+    """The mean returns of iterations of 3000 env steps of `asynchronous(APPOConfig)`, the
+    target network following every 4 batches (tuned when every use of a batch counted): 4,
+    and more until the learner has trained on 18,000 env steps (what 4 give on an idle
+    machine; a loaded run's learner thread trains less in the same env steps), at most 12."""
     config = asynchronous(APPOConfig, target_network_update_freq=1, **training).debugging(seed=seed)
     algo = config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=3000)
     algo = algo.build()
@@ -92,7 +94,12 @@ def _short_returns(seed: int, **training) -> list[float]:
             assert [type(p).__name__ for p in algo.learner._learner_connector] == [
                 "NegateRewardsByBatchItems"
             ]
-        return [algo.train()["env_runners"]["episode_return_mean"] for _ in range(4)]
+        returns, trained = [], 0
+        while len(returns) < 4 or (trained < 18_000 and len(returns) < 12):
+            result = algo.train()
+            returns.append(result["env_runners"]["episode_return_mean"])
+            trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        return returns
     finally:
         algo.stop()
 
