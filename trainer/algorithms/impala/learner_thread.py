@@ -38,6 +38,7 @@ Queues:
 
 from __future__ import annotations
 
+import abc
 import logging
 import os
 import threading
@@ -65,14 +66,14 @@ class TrainBatch:
     arrays: Any = None
 
 
-class _LearnerQueue:
+class _LearnerQueue(abc.ABC):
     """What both queues share: `_ready`, the condition their `put` and `get` notify, and
     `len()`, the batches (or batch uses) still to hand out."""
 
     _ready: threading.Condition
 
-    def __len__(self) -> int:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
 
     def wait_empty(self, timeout: float) -> bool:
         """Waits up to `timeout` seconds until the learner has taken everything queued (every
@@ -278,8 +279,7 @@ class LearnerThread(threading.Thread):
         for an update (tens of ms), no EnvRunner reply was read and no request sent."""
         if self.lock.acquire(blocking=False):
             try:
-                with self._snapshot_lock:  # (what is asked or made already is older)
-                    self._snapshot_read = self._snapshot = None
+                self._drop_snapshots()  # (what is asked or made already is older)
                 return read(), self.num_updates
             finally:
                 self.lock.release()
@@ -288,6 +288,12 @@ class LearnerThread(threading.Thread):
             if made is None:
                 self._snapshot_read = read
             return made
+
+    def _drop_snapshots(self) -> None:
+        """Forgets the snapshot asked of the thread and the one it made (older than what the
+        caller, holding `lock`, reads or writes now)."""
+        with self._snapshot_lock:
+            self._snapshot_read = self._snapshot = None
 
     def take_results(self) -> list[dict]:
         """The statistics of the updates finished since the last call, oldest first."""
@@ -317,8 +323,7 @@ class LearnerThread(threading.Thread):
                 f"the learner thread's update did not end within {timeout:.0f} s (an update "
                 f"that hangs: {self.num_updates} update(s) finished before it)"
             )
-        with self._snapshot_lock:  # (the driver may change the learner: made or asked, dropped)
-            self._snapshot_read = self._snapshot = None
+        self._drop_snapshots()  # (the driver may change the learner)
         try:
             yield
         finally:
