@@ -167,6 +167,23 @@ def train_until(
     return returns, result
 
 
+def returns_until_trained(
+    algo: Any, env_steps: int, *, at_least: int = 1, at_most: int
+) -> tuple[list[float], int]:
+    """Trains `algo` for `at_least` iterations and on until its learner has trained on
+    `env_steps` env steps, at most `at_most` iterations: (the returns of every iteration, the
+    env steps trained). For IMPALA's and APPO's learner thread, which trains less in the same
+    sampled env steps on a busy machine: a learning check waits for the training it needs,
+    not for a count of iterations."""
+    returns: list[float] = []
+    trained = 0
+    while len(returns) < at_least or (trained < env_steps and len(returns) < at_most):
+        result = algo.train()
+        returns.append(result["env_runners"]["episode_return_mean"])
+        trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+    return returns, trained
+
+
 def level_return(level: int) -> float:
     return 10.0 / (1 + level)
 

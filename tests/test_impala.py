@@ -17,6 +17,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import returns_until_trained
 from test_launcher import run_script
 
 from trainer import Algorithm, MultiRLModuleSpec, RLModuleSpec
@@ -976,11 +977,7 @@ def test_a_recurrent_appo_starts_learning_a_task_only_memory_solves():
     algo = config.build()
     try:
         assert algo.learner.stateful
-        returns, trained = [], 0
-        while trained < 27_000 and len(returns) < 20:
-            result = algo.train()
-            returns.append(result["env_runners"]["episode_return_mean"])
-            trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        returns, trained = returns_until_trained(algo, 27_000, at_most=20)
     finally:
         algo.stop()
     # A memoryless policy's mean return over the window (~100 episodes of 21 steps) is

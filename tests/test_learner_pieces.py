@@ -6,6 +6,7 @@ actor), through real EnvRunner processes."""
 from __future__ import annotations
 
 import pytest
+from helpers import returns_until_trained
 
 from trainer import APPOConfig, IMPALAConfig, PPOConfig
 from trainer.compat.rllib_utils import Columns
@@ -94,11 +95,7 @@ def _short_returns(seed: int, **training) -> list[float]:
             assert [type(p).__name__ for p in algo.learner._learner_connector] == [
                 "NegateRewardsByBatchItems"
             ]
-        returns, trained = [], 0
-        while len(returns) < 4 or (trained < 18_000 and len(returns) < 12):
-            result = algo.train()
-            returns.append(result["env_runners"]["episode_return_mean"])
-            trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        returns, _ = returns_until_trained(algo, 18_000, at_least=4, at_most=12)
         return returns
     finally:
         algo.stop()
