@@ -796,6 +796,45 @@ def test_multi_agent_modules_learn_each_on_their_agents_steps(config_class, tmp_
         restored.stop()
 
 
+def _every_agent_to_p0(agent_id, episode, **kwargs):
+    return "p0"
+
+
+@pytest.mark.parametrize("num_learners", [0, 2], ids=["one-learner", "data-parallel"])
+def test_a_module_without_steps_keeps_its_target_clock(num_learners):
+    """APPO's target clock counts each batch's env steps for every module, one without steps
+    in it too (here p1: every agent maps to p0), as RLlib 2.60's learner checks every module's
+    target network after each update: p1's clock and last target update stay p0's, and p1
+    reports the target updates it makes (its target follows the module it is). A
+    data-parallel learner's replicas advance it alike."""
+    config = (
+        APPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .env_runners(num_env_runners=0)
+        .learners(num_learners=num_learners)
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=_every_agent_to_p0)
+        .training(train_batch_size_per_learner=100, target_network_update_freq=1 / 8)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=400)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    try:
+        for _ in range(2):
+            result = algo.train()
+        state = algo.get_state(components="learner")["learner"]
+    finally:
+        algo.stop()
+    learners = result["learners"]
+    assert learners["p0"]["num_module_steps_trained"] > 0 and "total_loss" not in learners["p1"]
+    clocks = {module_id: state[module_id]["num_env_steps_trained"] for module_id in ("p0", "p1")}
+    assert clocks["p1"] == clocks["p0"] >= 100, clocks
+    last = {module_id: state[module_id]["last_target_update_ts"] for module_id in ("p0", "p1")}
+    assert last["p1"] == last["p0"] > 0, last
+    assert learners["p1"]["num_target_updates"] >= 1  # (data-parallel: summed over learners)
+    assert learners["p1"]["last_target_update_ts"] <= last["p1"]
+
+
 def _random_pairing(agent_id, episode, **kwargs):
     return random.choice(["p0", "p1", "random"])
 

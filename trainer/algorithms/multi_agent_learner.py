@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -232,6 +232,11 @@ class MultiAgentLearner(Learner):
         """One module's learner's `update(*args, **kwargs)` (data-parallel learners reach a
         module's learner through this)."""
         return self.learners[module_id].update(*args, **kwargs)
+
+    def advance_module_clock(self, module_id: Any, num_env_steps_new: int, /) -> dict:
+        """One module's learner's `advance_clock(num_env_steps_new)` (APPO's target clock of a
+        module without steps in a batch; data-parallel learners reach it through this)."""
+        return cast(Any, self.learners[module_id]).advance_clock(num_env_steps_new)
 
     def get_state(
         self, components: Names = None, *, not_components: Names = None, **kwargs: Any

@@ -113,6 +113,24 @@ class APPOTargetState:
             kl = self.mean_over_learners(float(stats["mean_kl_loss"]))
             self.kl_coeff = adapted_kl_coeff(self.kl_coeff, kl, cfg)
         stats["curr_kl_coeff"] = self.kl_coeff
+        self._follow_target(stats)
+
+    def advance_clock(self, num_env_steps_new: int) -> dict:
+        """An update of the algorithm's in which this learner's module had no steps (a
+        multi-agent batch without its agents): the target's clock still advances by the
+        batch's `num_env_steps_new`, and the target network follows the module once it is due,
+        as RLlib 2.60's APPOLearner checks every module after each update. Returns the
+        target's statistics (`num_target_updates` where it followed)."""
+        self.num_env_steps_trained += int(num_env_steps_new)
+        stats: dict = {}
+        self._follow_target(stats)
+        return stats
+
+    def _follow_target(self, stats: dict) -> None:
+        """The target network becomes (tau = 1; else moves towards) the module once its
+        period of env steps trained has passed since its last update; `stats` get its
+        counters."""
+        cfg = self.config
         period = (
             cfg.target_network_update_freq
             * cfg.circular_buffer_num_batches

@@ -375,7 +375,10 @@ class IMPALA(Algorithm):
             }
             for module_id, module_results in results.items():
                 metrics.log_dict(module_results, key=(LEARNER_RESULTS, module_id), window=1)
-                counts[NUM_MODULE_STEPS_TRAINED] += int(module_results[NUM_MODULE_STEPS_TRAINED])
+                # (APPO: a module without steps whose target followed has no count)
+                counts[NUM_MODULE_STEPS_TRAINED] += int(
+                    module_results.get(NUM_MODULE_STEPS_TRAINED, 0)
+                )
             for key, count in counts.items():
                 metrics.log_value((*learner_key, key), count, reduce="sum")
                 metrics.log_value((*learner_key, f"{key}_lifetime"), count, reduce="lifetime_sum")
