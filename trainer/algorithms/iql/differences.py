@@ -15,4 +15,14 @@ DIFFERENCES: tuple[Difference, ...] = (
         "training step's dataset_num_iters_per_learner batches",
         BEHAVIOUR,
     ),
+    Difference(
+        "DefaultIQLTorchRLModule._forward_train",
+        "returns what IQL's loss reads (the critics' and target critics' Q(s, a), the "
+        "policy's distribution inputs at s, V(s) and V(s'))",
+        "RLlib 2.60's runs SAC's whole training pass first, whose other outputs (q_curr, "
+        "q_target_next, logp_resampled, logp_next_resampled, action_dist_inputs_next) its "
+        "IQL loss never reads: four passes of the critics over each batch, and two policy "
+        "draws that advance torch's generator",
+        BEHAVIOUR,
+    ),
 )
