@@ -575,35 +575,36 @@ def _check_the_learner_thread_result(result, seq_nos):
 
 
 @pytest.mark.parametrize(
-    ("config_class", "training", "framework"), [(APPOConfig, _APPO_TRAINING, "numpy")], ids=["APPO"]
+    ("config_class", "training", "framework"),
+    [(APPOConfig, {**_APPO_TRAINING, "lr": 0.001}, "numpy")],
+    ids=["APPO"],
 )
 @pytest.mark.slow
 def test_learns_cartpole_while_the_env_runners_sample(config_class, training, framework):
-    """The numpy APPO learner, iterations of 2000 env steps (the learner queue holds the
-    sampling back to the learner's pace), until the mean return reaches 75 (random play:
-    about 22; with lr=0 it stays there): the weights go out after every few updates, and the
-    learner learns while the EnvRunners sample. At this high rate the return peaks at the
-    second iteration (about 2x the first's), dips below random play at the fourth and then
-    climbs, reaching 100 in iterations 9-10 on a quiet machine and beside two busy loops alike
-    (in 2 of 89 loaded runs it was still at 83 after 20: hence 75 within 30);
-    a comparison of the first iterations measured the machine's load (the peak's height
-    depends on how the sampling and the learner thread interleave: 1.38x in one loaded CI
-    run). bench/learning_targets.py runs it, IMPALA's and the torch learners to a mean return
-    of 150 within 60 s."""
+    """The numpy APPO learner, iterations of 2000 env steps sampled, until the mean return
+    reaches 75 (random play: about 22; with lr=0 it stays there): the weights go out after
+    every few updates, and the learner learns while the EnvRunners sample. The return first
+    peaks near 50, dips below random play and then climbs; idle, seeds 0-2 first reached 75
+    after 59,200-83,900 env steps trained (iterations 14-20), and 170-500 by 120,000. The
+    check waits for trained steps, not iterations (up to 200,000): on a busy machine the
+    learner thread trains less per sampled step (with lr=0.002 and 30 iterations, one loaded
+    CI run ended at 62). bench/learning_targets.py runs it, IMPALA's and the torch learners to
+    a mean return of 150 within 60 s."""
     config = _cartpole(config_class, **training).framework(framework)
     algo = config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=2000)
     algo = algo.build()
     try:
-        returns, seq_nos = [], []
-        for _ in range(30):
+        returns, seq_nos, trained = [], [], 0
+        while trained < 200_000 and len(returns) < 100:
             result = algo.train()
             returns.append(result["env_runners"].get("episode_return_mean", math.nan))
             seq_nos.append(result["env_runners"]["weights_seq_no"])
+            trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
             if returns[-1] >= 75:
                 break
     finally:
         algo.stop()
-    assert returns[-1] >= 75, returns
+    assert returns[-1] >= 75, (trained, returns)
     _check_the_learner_thread_result(result, seq_nos)
     assert seq_nos[-1] >= 10
 
