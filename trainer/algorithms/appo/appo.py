@@ -10,7 +10,7 @@ Its settings, `APPOConfig`, are config.py's; this module re-exports it (RLlib's
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from trainer.algorithms.appo.config import APPOConfig
 from trainer.algorithms.impala.impala import IMPALA
@@ -64,7 +64,7 @@ class APPO(IMPALA):
             if module_id in batch.arrays:
                 continue
             if replicas is None:
-                stats = cast(Any, learner.learners[module_id]).advance_clock(batch.env_steps)
+                stats = learner.advance_module_clock(module_id, batch.env_steps)
             else:  # every learner's replica of the module alike
                 call: tuple[str, tuple, dict] = (
                     "advance_module_clock",
