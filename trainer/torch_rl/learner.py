@@ -148,6 +148,14 @@ class OwnGenerator:
 #: RLlib's SAC Pendulum example took 100 s here on one thread, 67 s so (2 idle cores).
 LARGE_LINEAR = 256 * 256
 
+#: A recurrent layer (LSTM, GRU) of at least this many units makes a learner's minibatch steps
+#: timed on one torch thread against two, as a convolution's are (`step_threads`): its steps
+#: are a product per time step, each too small to amortize a step's fixed costs, and torch's
+#: oneDNN LSTM took 7.3 ms forward and backward on one thread and 3.3 ms on two (a minibatch
+#: of 7 sequences of 20 steps, 256 units: RLlib's default `use_lstm` model, 2 idle cores); at
+#: 64 units the two were alike.
+LARGE_RECURRENT = 128
+
 
 class TorchThreads:
     """Runs a learner's update on one torch thread, unless the user sized the thread pools
@@ -531,6 +539,7 @@ class TorchLearner(Learner):
         large_linear = type(self).times_large_linear_steps
         large_products = any(
             isinstance(layer, torch.nn.modules.conv._ConvNd)
+            or (isinstance(layer, torch.nn.RNNBase) and layer.hidden_size >= LARGE_RECURRENT)
             or (
                 large_linear
                 and isinstance(layer, torch.nn.Linear)
@@ -539,7 +548,8 @@ class TorchLearner(Learner):
             for layer in rl_module.modules()
         )
         #: Updates run on one torch thread unless the user sized the pools. A module with
-        #: convolutions (or large Linear layers, where the learner asks: `LARGE_LINEAR`)
+        #: convolutions, large recurrent layers (`LARGE_RECURRENT`) or large Linear layers
+        #: (where the learner asks: `LARGE_LINEAR`)
         #: leaves the pool as it is for the update and times each minibatch step
         #: instead (`step_threads`: one thread against two, the faster kept; a seeded run stays
         #: on one): its steps are a few large products (a minibatch of 256 84x84x4 frames
