@@ -167,21 +167,37 @@ def train_until(
     return returns, result
 
 
+def results_until_trained(
+    algo: Any,
+    env_steps: int,
+    *,
+    at_least: int = 1,
+    at_most: int,
+    done: Callable[[dict], bool] | None = None,
+) -> list[dict]:
+    """Trains `algo` for `at_least` iterations and on until its learner has trained on
+    `env_steps` env steps, at most `at_most` iterations, or until `done(result)` holds (after
+    `at_least`): the results of every iteration. For IMPALA's and APPO's learner thread,
+    which trains less in the same sampled env steps on a busy machine: a learning check waits
+    for the training it needs, not for a count of iterations."""
+    results: list[dict] = []
+    trained = 0
+    while len(results) < at_least or (trained < env_steps and len(results) < at_most):
+        result = algo.train()
+        results.append(result)
+        trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        if done is not None and len(results) >= at_least and done(result):
+            break
+    return results
+
+
 def returns_until_trained(
     algo: Any, env_steps: int, *, at_least: int = 1, at_most: int
 ) -> tuple[list[float], int]:
-    """Trains `algo` for `at_least` iterations and on until its learner has trained on
-    `env_steps` env steps, at most `at_most` iterations: (the returns of every iteration, the
-    env steps trained). For IMPALA's and APPO's learner thread, which trains less in the same
-    sampled env steps on a busy machine: a learning check waits for the training it needs,
-    not for a count of iterations."""
-    returns: list[float] = []
-    trained = 0
-    while len(returns) < at_least or (trained < env_steps and len(returns) < at_most):
-        result = algo.train()
-        returns.append(result["env_runners"]["episode_return_mean"])
-        trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
-    return returns, trained
+    """`results_until_trained`'s mean episode returns, and the env steps trained."""
+    results = results_until_trained(algo, env_steps, at_least=at_least, at_most=at_most)
+    returns = [result["env_runners"]["episode_return_mean"] for result in results]
+    return returns, results[-1]["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
 
 
 def level_return(level: int) -> float:
