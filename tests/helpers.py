@@ -426,3 +426,32 @@ def written_once(tmp_path_factory: Any, name: str, write: Callable[[Path], None]
             write(folder)
             (folder / ".written").touch()
     return folder
+
+
+def assert_steps_time_one_torch_thread_against_two(config: Any, small: Any, env: Any) -> None:
+    """`config`'s torch learner (for `env`) times each minibatch step on one thread against
+    two (`AdaptiveTorchThreads`, the update leaving the pool to the steps), a seeded one stays
+    on one, and `small`'s keeps one thread for its whole update. Driven: with the policy held
+    at two threads, an iteration's steps run on torch's pool (two threads, or one where the
+    pool has one), and the pool is as it was afterwards."""
+    import torch
+
+    from trainer.core.blas import ThreadPolicy
+    from trainer.torch_rl.learner import AdaptiveTorchThreads
+
+    learner = config.build_learner(env=env)
+    assert isinstance(learner.step_threads, AdaptiveTorchThreads)
+    assert learner.update_threads.num_threads == 0  # (the steps choose)
+    assert not learner.step_threads.seeded
+    assert config.copy().debugging(seed=0).build_learner(env=env).step_threads.seeded
+    small_learner = small.build_learner(env=env)
+    assert small_learner.step_threads is None and small_learner.update_threads.num_threads == 1
+    before = torch.get_num_threads()
+    algo = config.build()
+    try:
+        algo.learner.step_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
+        algo.train()
+        assert algo.learner.step_threads.steps_at.get(min(2, before), 0) > 0
+    finally:
+        algo.stop()
+    assert torch.get_num_threads() == before

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from helpers import assert_plain_data  # noqa: E402
+from helpers import (  # noqa: E402
+    assert_plain_data,
+    assert_steps_time_one_torch_thread_against_two,
+)
 from test_launcher import run_script  # noqa: E402
 
 from trainer import Algorithm, launcher  # noqa: E402
@@ -560,16 +563,15 @@ def test_steps_on_256_wide_networks_time_one_torch_thread_against_two():
     import gymnasium as gym
 
     from trainer import SACConfig
-    from trainer.core.blas import ThreadPolicy
-    from trainer.torch_rl.learner import AdaptiveTorchThreads
 
-    env = gym.make("Pendulum-v1")
-    config = SACConfig().environment("Pendulum-v1").framework("torch")
-    learner = config.build_learner(env=env)
-    assert isinstance(learner.step_threads, AdaptiveTorchThreads)
-    assert learner.update_threads.num_threads == 0  # (the steps choose)
-    assert not learner.step_threads.seeded
-    assert config.copy().debugging(seed=0).build_learner(env=env).step_threads.seeded
+    config = (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .framework("torch")
+        .env_runners(num_env_runners=0)
+        .training(num_steps_sampled_before_learning_starts=64, train_batch_size=32)
+        .reporting(min_sample_timesteps_per_iteration=100)
+    )
     small = config.copy().rl_module(
         model_config={
             "fcnet_hiddens": [64, 64],
@@ -577,22 +579,4 @@ def test_steps_on_256_wide_networks_time_one_torch_thread_against_two():
             "fusionnet_hiddens": [64, 64],
         }
     )
-    small_learner = small.build_learner(env=env)
-    assert small_learner.step_threads is None and small_learner.update_threads.num_threads == 1
-    # Driven: the steps of a training iteration run on the policy's count (two here, where
-    # torch's pool has two), timed; torch's pool is as it was afterwards.
-    before = torch.get_num_threads()
-    algo = (
-        config.copy()
-        .env_runners(num_env_runners=0)
-        .training(num_steps_sampled_before_learning_starts=64, train_batch_size=32)
-        .reporting(min_sample_timesteps_per_iteration=100)
-        .build()
-    )
-    try:
-        algo.learner.step_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
-        algo.train()
-        assert algo.learner.step_threads.steps_at.get(min(2, before), 0) > 0
-    finally:
-        algo.stop()
-    assert torch.get_num_threads() == before
+    assert_steps_time_one_torch_thread_against_two(config, small, gym.make("Pendulum-v1"))

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from helpers import assert_steps_time_one_torch_thread_against_two
 
 from trainer import PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
@@ -150,12 +151,7 @@ def test_use_lstm_runs_on_torch_unless_numpy_was_chosen():
 def test_a_large_lstm_times_its_steps_on_one_torch_thread_against_two():
     """RLlib's default LSTM (256 units) makes a learner's minibatch steps products too small
     for one thread's fixed costs: one thread or two, timed (`LARGE_RECURRENT`); a seeded run
-    stays on one; a 64-unit LSTM keeps one thread for the whole update. Driven: an iteration's
-    steps run on the policy's count, torch's pool as it was afterwards."""
-    from trainer.core.blas import ThreadPolicy
-    from trainer.torch_rl.learner import AdaptiveTorchThreads
-
-    env = StatelessCartPole()
+    stays on one; a 64-unit LSTM keeps one thread for the whole update."""
     config = (
         PPOConfig()
         .environment(StatelessCartPole)
@@ -163,25 +159,10 @@ def test_a_large_lstm_times_its_steps_on_one_torch_thread_against_two():
         .training(train_batch_size=200, minibatch_size=100, num_epochs=1)
         .rl_module(model_config=DefaultModelConfig(use_lstm=True, max_seq_len=10))
     )
-    learner = config.build_learner(env=env)
-    assert isinstance(learner.step_threads, AdaptiveTorchThreads)
-    assert learner.update_threads.num_threads == 0  # (the steps choose)
-    assert not learner.step_threads.seeded
-    assert config.copy().debugging(seed=0).build_learner(env=env).step_threads.seeded
     small = config.copy().rl_module(
         model_config=DefaultModelConfig(use_lstm=True, lstm_cell_size=64, max_seq_len=10)
     )
-    small_learner = small.build_learner(env=env)
-    assert small_learner.step_threads is None and small_learner.update_threads.num_threads == 1
-    before = torch.get_num_threads()
-    algo = config.build()
-    try:
-        algo.learner.step_threads.policy = ThreadPolicy(threads=2, steps_to_probe=10**9)
-        algo.train()
-        assert algo.learner.step_threads.steps_at.get(min(2, before), 0) > 0
-    finally:
-        algo.stop()
-    assert torch.get_num_threads() == before
+    assert_steps_time_one_torch_thread_against_two(config, small, StatelessCartPole())
 
 
 # -- sequences ----------------------------------------------------------------------------------
