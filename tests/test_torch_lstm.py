@@ -13,7 +13,7 @@ from helpers import assert_steps_time_one_torch_thread_against_two
 
 from trainer import PPOConfig
 from trainer.algorithms.algorithm_config import ConfigError
-from trainer.algorithms.ppo.torch_learner import PPOTorchLearner
+from trainer.algorithms.ppo.torch_learner import PPOTorchLearner, sequences_per_minibatch
 from trainer.algorithms.ppo.torch_module import DefaultPPOTorchRLModule
 from trainer.compat.rllib_utils import Columns
 from trainer.core.models import DefaultModelConfig
@@ -166,6 +166,34 @@ def test_a_large_lstm_times_its_steps_on_one_torch_thread_against_two():
 
 
 # -- sequences ----------------------------------------------------------------------------------
+def test_a_minibatch_takes_the_sequences_that_hold_minibatch_size_steps_as_rllibs():
+    """RLlib 2.60's MiniBatchCyclicIterator slices a recurrent batch by sequences: the batch's
+    sequences times minibatch_size over its steps (truncated). While episodes are short, a
+    sequence holds fewer than max_seq_len steps and a minibatch more sequences; each
+    minibatch then holds about minibatch_size steps (RLlib's stateless CartPole example
+    reported 118-127 as its module_train_batch_size_mean at minibatch_size 128)."""
+    assert sequences_per_minibatch(np.full(10, 20), 128) == 6
+    assert sequences_per_minibatch(np.full(30, 10), 128) == 12  # int(30 * 128 / 300)
+    assert sequences_per_minibatch(np.array([3, 2]), 1) == 1  # (at least one)
+    assert sequences_per_minibatch(np.full(4, 20), None) is None  # (the whole batch)
+    algo = (
+        PPOConfig()
+        .environment(StatelessCartPole)
+        .env_runners(num_env_runners=0)
+        .training(train_batch_size=1000, minibatch_size=128, num_epochs=1)
+        .rl_module(model_config=DefaultModelConfig(use_lstm=True, lstm_cell_size=32))
+        .debugging(seed=0)
+        .build()
+    )
+    try:
+        learner = algo.train()["learners"]["default_policy"]
+    finally:
+        algo.stop()
+    # (random play: episodes of about 20 steps, sequences of about 13; a minibatch of
+    # 128 // 20 = 6 sequences would hold about 80 steps)
+    assert 110 <= learner["module_train_batch_size_mean"] <= 150, learner
+
+
 def test_zero_padding_splits_into_max_seq_len_sequences():
     column = np.arange(1, 11, dtype=np.float32)
     padded = split_and_zero_pad(column, 4)

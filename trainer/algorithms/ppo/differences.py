@@ -69,12 +69,12 @@ DIFFERENCES: tuple[Difference, ...] = (
     ),
     Difference(
         "PPO with use_lstm (minibatches of sequences)",
-        "a minibatch is max(1, minibatch_size // max_seq_len) whole sequences, so it holds "
-        "about minibatch_size steps as without the LSTM; vf_explained_var is over the real "
-        "steps only "
+        "a minibatch is as many whole sequences as RLlib's (the batch's sequences times "
+        "minibatch_size over its steps); a pass's remainder is a smaller minibatch or left "
+        "out, as without the LSTM; vf_explained_var is over the real steps only "
         "(tests/test_torch_lstm.py::test_the_learner_builds_rllibs_sequences_from_hand_built_episodes)",
-        "RLlib's MiniBatchCyclicIterator takes minibatch_size sequences (its own TODO calls it "
-        "a bug) and counts the padding in vf_explained_var",
+        "RLlib's MiniBatchCyclicIterator wraps around the batch (a minibatch may take the "
+        "sequences of the next pass) and counts the padding in vf_explained_var",
         BEHAVIOUR,
     ),
 )

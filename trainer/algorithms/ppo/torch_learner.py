@@ -15,8 +15,8 @@ sequences (the chunk with its last observation, each sequence starting from the 
 state), GAE and the advantages' standardization run on the unpadded steps, and then every
 column is split into zero-padded sequences of `max_seq_len` steps (`trainer.torch_rl.sequences`)
 with `Columns.STATE_IN`, `Columns.SEQ_LENS` and `Columns.LOSS_MASK` (the loss's means are over
-the real steps). Minibatches hold whole sequences: `max(1, minibatch_size // max_seq_len)` of
-them.
+the real steps). Minibatches hold whole sequences, as many as hold `minibatch_size` steps on
+average (`sequences_per_minibatch`, RLlib 2.60's `MiniBatchCyclicIterator`).
 
 The module: a TorchRLModule with `ValueFunctionAPI` whose `_forward_train` returns
 `Columns.ACTION_DIST_INPUTS` (and may return `Columns.EMBEDDINGS`, passed on to
@@ -81,6 +81,21 @@ if TYPE_CHECKING:
 #: A recurrent module's extra inputs (RLlib's `Columns.PREV_ACTIONS` / `PREV_REWARDS`).
 PREV_ACTIONS = "prev_actions"
 PREV_REWARDS = "prev_rewards"
+
+
+def sequences_per_minibatch(seq_lens: np.ndarray, minibatch_size: int | None) -> int | None:
+    """The sequences in each minibatch of a recurrent module's batch (`seq_lens`: its
+    sequences' real steps), as RLlib 2.60's `MiniBatchCyclicIterator` takes them, where
+    `minibatch_size` counts steps: the batch's sequences times `minibatch_size` over its steps
+    (truncated; at least one), so that a minibatch holds `minibatch_size` steps on average.
+    Early in training, when episodes are short, a sequence holds fewer than `max_seq_len`
+    steps and a minibatch more sequences. None (no `minibatch_size`): the whole batch."""
+    if not minibatch_size:
+        return None
+    steps = int(seq_lens.sum())
+    return max(1, int(len(seq_lens) * (minibatch_size / steps))) if steps else 1
+
+
 #: The prefix of the state-in leaves' flat keys in a sequence batch (minibatches are drawn
 #: from flat arrays; the loss's batch gets the nested state back).
 _STATE_KEY = Columns.STATE_IN + "/"
@@ -402,8 +417,7 @@ class PPOTorchLearner(PPOLearnerState, NumpyTwinHost, TorchLearner):
         minibatch_sizes = []
         if self.stateful:
             batch = self.build_sequence_batch(episodes)
-            # Whole sequences per minibatch: minibatch_size counts steps.
-            per_minibatch = max(1, (cfg.minibatch_size or 0) // self.max_seq_len) or None
+            per_minibatch = sequences_per_minibatch(batch[Columns.SEQ_LENS], cfg.minibatch_size)
             plan = SimpleNamespace(
                 minibatch_size=per_minibatch,
                 num_epochs=cfg.num_epochs,
