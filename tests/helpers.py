@@ -167,6 +167,11 @@ def train_until(
     return returns, result
 
 
+def trained_env_steps(result: dict) -> int:
+    """The env steps the learner trained on so far, as an iteration's `result` reports them."""
+    return result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+
+
 def results_until_trained(
     algo: Any,
     env_steps: int,
@@ -185,7 +190,7 @@ def results_until_trained(
     while len(results) < at_least or (trained < env_steps and len(results) < at_most):
         result = algo.train()
         results.append(result)
-        trained = result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+        trained = trained_env_steps(result)
         if done is not None and len(results) >= at_least and done(result):
             break
     return results
@@ -197,7 +202,7 @@ def returns_until_trained(
     """`results_until_trained`'s mean episode returns, and the env steps trained."""
     results = results_until_trained(algo, env_steps, at_least=at_least, at_most=at_most)
     returns = [result["env_runners"]["episode_return_mean"] for result in results]
-    return returns, results[-1]["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
+    return returns, trained_env_steps(results[-1])
 
 
 def level_return(level: int) -> float:

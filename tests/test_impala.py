@@ -17,7 +17,7 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
-from helpers import results_until_trained, returns_until_trained
+from helpers import results_until_trained, returns_until_trained, trained_env_steps
 from test_launcher import run_script
 
 from trainer import Algorithm, MultiRLModuleSpec, RLModuleSpec
@@ -565,10 +565,6 @@ def _mean_return(result: dict) -> float:
     return result["env_runners"].get("episode_return_mean", math.nan)
 
 
-def _trained(result: dict) -> int:
-    return result["learners"]["__all_modules__"]["num_env_steps_trained_lifetime"]
-
-
 def _returns_and_seq_nos(results: list[dict]) -> tuple[list[float], list[int]]:
     """Each iteration's mean return and the weights' seq number the EnvRunners sampled with."""
     returns = [_mean_return(result) for result in results]
@@ -614,7 +610,7 @@ def test_learns_cartpole_while_the_env_runners_sample(config_class, training, fr
     finally:
         algo.stop()
     returns, seq_nos = _returns_and_seq_nos(results)
-    assert returns[-1] >= 75, (_trained(results[-1]), returns)
+    assert returns[-1] >= 75, (trained_env_steps(results[-1]), returns)
     _check_the_learner_thread_result(results[-1], seq_nos)
     assert seq_nos[-1] >= 10
 
