@@ -85,8 +85,8 @@ def test_impalas_learner_thread_runs_the_pieces_over_every_train_batch():
 def _short_returns(seed: int, **training) -> list[float]:
     """The mean returns of iterations of 3000 env steps of `asynchronous(APPOConfig)`, the
     target network following every 4 batches (tuned when every use of a batch counted): 4,
-    and more until the learner has trained on 18,000 env steps (what 4 give on an idle
-    machine; a loaded run's learner thread trains less in the same env steps), at most 12."""
+    and more until the learner has trained on 28,000 env steps (what 6 give on an idle
+    machine; a loaded run's learner thread trains less in the same env steps), at most 16."""
     config = asynchronous(APPOConfig, target_network_update_freq=1, **training).debugging(seed=seed)
     algo = config.reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=3000)
     algo = algo.build()
@@ -95,7 +95,7 @@ def _short_returns(seed: int, **training) -> list[float]:
             assert [type(p).__name__ for p in algo.learner._learner_connector] == [
                 "NegateRewardsByBatchItems"
             ]
-        returns, _ = returns_until_trained(algo, 18_000, at_least=4, at_most=12)
+        returns, _ = returns_until_trained(algo, 28_000, at_least=4, at_most=16)
         return returns
     finally:
         algo.stop()
@@ -109,8 +109,10 @@ def test_the_learner_thread_trains_on_the_rewards_its_pieces_wrote():
     runs both for 4 iterations of a second.)"""
     negated = _short_returns(0, learner_connector=lambda *spaces: NegateRewardsByBatchItems())
     plain = _short_returns(0)
-    # Seeds 1-3: the negated run's last two at most 11.8-13.0, the plain run's peak 47.6-54.1
-    # (it may fall back after its peak at this learning rate); random play: about 22.
+    # Seeds 0-2, idle: the negated run is at 13.7-17.6 after 17,000-19,000 trained env steps
+    # (too close to the bound), the lower of its last two 9.4-11.0 after 28,000 (loaded,
+    # seeds 0 and 3: 9.4, 9.5); the plain run's peak 120.6-228.4 (it may fall back after a peak
+    # at this learning rate); random play: about 22.
     assert min(negated[-2:]) < 16, negated
     assert max(plain) > 35, plain
 
