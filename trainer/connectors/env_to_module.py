@@ -6,6 +6,7 @@ episode's actions and rewards, or keep their own per-episode data in the episode
 from __future__ import annotations
 
 import abc
+import functools
 import importlib
 import math
 from typing import Any
@@ -179,6 +180,68 @@ def _running_sums(terms: np.ndarray) -> np.ndarray:
     return terms
 
 
+@functools.cache
+def _float_row_filter(width: int, de_mean: bool, de_std: bool, clipped: bool) -> Any:
+    """`step(rows, n, state, clip) -> n`: a MeanStdFilter's pushes and filtering of `rows`
+    (lists of `width` Python floats, rewritten in place, in order) from the statistics' count
+    `n` (at least 1) and `state` (shift, s, q: one list, rewritten), as
+    `RunningStat.push_rows` and `MeanStdFilter._filtered` compute them, the same IEEE
+    operations in the same order. Written out for the width (each column's sums in local
+    variables; Python indexes lists slower than it does arithmetic), as `dataclasses` writes
+    its methods. A row, column j:
+        d = x_j - shift_j;  s_j += d;  q_j += d * d;  a = s_j / n        (n: after its push)
+        var = max((q_j - s_j * a) / (n - 1), 0);  v = (d - a) / (sqrt(var) + SMALL_NUMBER)
+        v = min(max(v, -clip), clip)
+    and when n reaches a power of two the shift moves to the mean (`RunningStat`)."""
+    columns = range(width)
+    state = ", ".join([f"shift{j}" for j in columns] + [f"s{j}" for j in columns])
+    state += ", " + ", ".join(f"q{j}" for j in columns)
+    lines = [
+        f"def step(rows, n, state, clip, sqrt=math.sqrt, eps={SMALL_NUMBER!r}):",
+        f"    {state}, = state",
+        "    low = -clip",
+        "    for row in rows:",
+        f"        {', '.join(f'x{j}' for j in columns)}, = row",
+        "        n += 1",
+        "        n_1 = n - 1",
+    ]
+    for j in columns:
+        lines += [
+            f"        d = x{j} - shift{j}",
+            f"        s{j} += d",
+            f"        q{j} += d * d",
+            f"        a = s{j} / n",
+            f"        v{j} = " + ("d - a" if de_mean else f"x{j}"),
+        ]
+        if de_std:
+            lines += [
+                f"        var = (q{j} - s{j} * a) / n_1",
+                "        if var < 0.0:  # (a NaN stays)",
+                "            var = 0.0",
+                f"        v{j} = v{j} / (sqrt(var) + eps)",
+            ]
+        if clipped:
+            lines += [
+                f"        if v{j} < low:",
+                f"            v{j} = low",
+                f"        elif v{j} > clip:",
+                f"            v{j} = clip",
+            ]
+    lines.append("        if not n & n_1:  # n is a power of two: the shift moves to the mean")
+    lines += [
+        f"            shift{j}, s{j}, q{j} = shift{j} + s{j} / n, 0.0, q{j} - s{j} * (s{j} / n)"
+        for j in columns
+    ]
+    lines += [
+        f"        row[:] = {', '.join(f'v{j}' for j in columns)},",
+        f"    state[:] = {state},",
+        "    return n",
+    ]
+    namespace: dict[str, Any] = {"math": math}
+    exec("\n".join(lines), namespace)  # noqa: S102 (the text above, of ints and names only)
+    return namespace["step"]
+
+
 #: Batches of at most this many numbers are filtered with Python floats (the same arithmetic
 #: as numpy's, without its cost per call), larger ones with numpy (`normalize_rows`).
 _FLOAT_LOOP_SIZE = 32
@@ -225,7 +288,7 @@ class MeanStdFilter(ConnectorV2):
         self._synced: RunningStat | None = None  # the merged statistics of the last sync
         self._buffer: RunningStat | None = None  # this runner's observations since then
         self._stats: RunningStat | None = None  # synced + buffer: what normalizes
-        #: `_stats` as [n, shift, s, q] (Python lists) while small batches are filtered
+        #: `_stats` as [n, shift + s + q (one Python list)] while small batches are filtered
         #: (`_normalize_floats`); written back when the statistics are read.
         self._hot: list | None = None
         #: Rows pushed into `_stats`, not yet into `_buffer` (`_buffered` pushes them): (a
@@ -302,8 +365,8 @@ class MeanStdFilter(ConnectorV2):
             raise RuntimeError("MeanStdFilter: its input observation space is not set yet")
         if self._hot is not None:
             stats, shape = self._stats, self._stats.shift.shape
-            stats.n, shift, s, q = self._hot
-            stats.shift, stats.s, stats.q = (np.reshape(v, shape) for v in (shift, s, q))
+            stats.n, state = self._hot
+            stats.shift, stats.s, stats.q = np.reshape(state, (3, *shape))
             self._hot = None
         return self._stats
 
@@ -344,7 +407,7 @@ class MeanStdFilter(ConnectorV2):
             self._unbuffered_bytes += kept.nbytes
             if len(self._unbuffered) >= _UNBUFFERED[0] or self._unbuffered_bytes >= _UNBUFFERED[1]:
                 self._buffered()
-            if 0 < kept.size <= _FLOAT_LOOP_SIZE:
+            if 0 < kept.size <= _FLOAT_LOOP_SIZE and self._pushed_before():
                 return self._normalize_floats(kept, order)
         index = None if order is None else np.array(order, dtype=np.intp)
         rows = kept if index is None else kept.take(index, axis=0)
@@ -370,43 +433,28 @@ class MeanStdFilter(ConnectorV2):
             filtered = np.minimum(np.maximum(filtered, -clip), clip)
         return filtered
 
+    def _pushed_before(self) -> bool:
+        """Whether the normalizing statistics hold a row (the Python-float filter's rows then
+        each have n >= 2)."""
+        return self._hot is not None or self._normalizing().n > 0
+
     def _normalize_floats(self, rows: np.ndarray, order: list[int] | None) -> np.ndarray:
-        """`normalize_rows` of a few rows (float64), pushed: the same IEEE operations in the
-        same order as `RunningStat.push_rows` and the filter's in numpy (so the same bits) in
-        Python floats, without numpy's cost per call. The normalizing statistics stay Python
-        lists between such calls (`_hot`)."""
+        """`normalize_rows` of a few rows (float64), pushed, after the statistics' first row:
+        the same IEEE operations in the same order as `RunningStat.push_rows` and the filter's
+        in numpy (so the same bits) in Python floats, without numpy's cost per call, by a
+        function written for the rows' width (`_float_row_filter`). The normalizing
+        statistics stay a Python list between such calls (`_hot`)."""
         hot = self._hot
         if hot is None:
             stats = self._normalizing()
-            hot = [stats.n] + [v.ravel().tolist() for v in (stats.shift, stats.s, stats.q)]
-            self._hot = hot
-        n, shift, s, q = hot
-        de_mean, de_std = self.de_mean_to_zero, self.de_std_to_one
-        high = math.inf if self.clip_by_value is None else self.clip_by_value
-        low, sqrt = -high, math.sqrt
+            state = np.concatenate([stats.shift.ravel(), stats.s.ravel(), stats.q.ravel()])
+            hot = self._hot = [stats.n, state.tolist()]
         out = rows.reshape(len(rows), -1).tolist()
-        for row in out if order is None else [out[i] for i in order]:
-            n += 1
-            for j, value in enumerate(row):
-                d = value - shift[j]
-                s[j] = sj = d + s[j]
-                q[j] = qj = d * d + q[j]
-                a = sj / n
-                v = d - a if de_mean else value
-                if de_std:
-                    var = (qj - sj * a) / (n - 1) if n > 1 else 0.0
-                    if var < 0.0:  # np.maximum(var, 0.0): a NaN stays
-                        var = 0.0
-                    v = v / (sqrt(var) + SMALL_NUMBER)
-                if v < low:  # np.minimum(np.maximum(v, low), high): a NaN stays
-                    v = low
-                elif v > high:
-                    v = high
-                row[j] = v
-            if n & (n - 1) == 0:  # the shift moves to the mean (`RunningStat.push_rows`)
-                for j, sj in enumerate(s):
-                    shift[j], s[j], q[j] = shift[j] + sj / n, 0.0, q[j] - sj * (sj / n)
-        hot[0] = n
+        step = _float_row_filter(
+            len(out[0]), self.de_mean_to_zero, self.de_std_to_one, self.clip_by_value is not None
+        )
+        clip = math.inf if self.clip_by_value is None else float(self.clip_by_value)
+        hot[0] = step(out if order is None else [out[i] for i in order], hot[0], hot[1], clip)
         return np.array(out, dtype=np.float32).reshape(rows.shape)
 
     @property
