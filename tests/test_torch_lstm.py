@@ -176,22 +176,33 @@ def test_a_minibatch_takes_the_sequences_that_hold_minibatch_size_steps_as_rllib
     assert sequences_per_minibatch(np.full(30, 10), 128) == 12  # int(30 * 128 / 300)
     assert sequences_per_minibatch(np.array([3, 2]), 1) == 1  # (at least one)
     assert sequences_per_minibatch(np.full(4, 20), None) is None  # (the whole batch)
+    learner = _recurrent_ppo_learner_results(minibatch_size=128)
+    # (random play: episodes of about 20 steps, sequences of about 13; a minibatch of
+    # 128 // 20 = 6 sequences would hold about 80 steps)
+    assert 110 <= learner["module_train_batch_size_mean"] <= 150, learner
+
+
+def test_without_a_minibatch_size_a_recurrent_batch_trains_whole_as_rllibs():
+    """RLlib 2.60 takes the whole batch as one minibatch when `minibatch_size` is None."""
+    learner = _recurrent_ppo_learner_results(minibatch_size=None)
+    assert learner["module_train_batch_size_mean"] == learner["num_env_steps_trained"] >= 1000
+
+
+def _recurrent_ppo_learner_results(*, minibatch_size: int | None) -> dict:
+    """The learner results of one iteration of a small LSTM PPO (1000 steps, one epoch)."""
     algo = (
         PPOConfig()
         .environment(StatelessCartPole)
         .env_runners(num_env_runners=0)
-        .training(train_batch_size=1000, minibatch_size=128, num_epochs=1)
+        .training(train_batch_size=1000, minibatch_size=minibatch_size, num_epochs=1)
         .rl_module(model_config=DefaultModelConfig(use_lstm=True, lstm_cell_size=32))
         .debugging(seed=0)
         .build()
     )
     try:
-        learner = algo.train()["learners"]["default_policy"]
+        return algo.train()["learners"]["default_policy"]
     finally:
         algo.stop()
-    # (random play: episodes of about 20 steps, sequences of about 13; a minibatch of
-    # 128 // 20 = 6 sequences would hold about 80 steps)
-    assert 110 <= learner["module_train_batch_size_mean"] <= 150, learner
 
 
 def test_zero_padding_splits_into_max_seq_len_sequences():
